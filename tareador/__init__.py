@@ -1,0 +1,14 @@
+"""tareador: how much task parallelism would this taskification expose?
+
+The package is a one-way pipeline, one subpackage per stage:
+``tracing`` (run the program under Frida) -> ``taskgraph`` (task instances, dependencies,
+the trace directory) -> ``formats`` (Dimemas, Paraver, Chrome) -> ``replay`` (simulate a
+machine) -> ``analyses`` (speedups, profiles, what-ifs) -> ``render`` (graphs and plots),
+with ``cli`` on top.
+"""
+
+__version__ = "0.1.0"
+
+from tareador.taskgraph.store import load  # noqa: E402  (public API: tareador.load(dir))
+
+__all__ = ["load", "__version__"]

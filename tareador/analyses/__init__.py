@@ -1,0 +1,1 @@
+"""Numbers derived from traces and simulations: speedups, profiles, what-ifs."""

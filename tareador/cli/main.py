@@ -1,0 +1,50 @@
+"""``tareador`` console script.
+
+Every subcommand lives in its own module exposing ``register(subparsers)``; the parser it adds
+sets ``func`` to a callable taking the parsed arguments and returning an exit status. Errors
+the user can fix are raised as UserError and printed as one line, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from tareador import __version__
+
+SUBCOMMANDS = ["config", "trace", "graph", "simulate", "replay"]
+
+
+class UserError(Exception):
+    """Bad input: printed as 'tareador: <message>' and exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tareador",
+        description="Estimate the task parallelism a proposed taskification of a C/MPI program exposes.",
+    )
+    parser.add_argument("--version", action="version", version=f"tareador {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in SUBCOMMANDS:
+        importlib.import_module(f"tareador.cli.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tareador.taskgraph.store import TraceDirError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (UserError, TraceDirError) as e:
+        print(f"tareador: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tareador: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Readers and writers of the trace formats HPC tools open (Dimemas, Paraver, Chrome)."""

@@ -1,0 +1,1 @@
+"""Pictures for people: dependency graphs and plots."""

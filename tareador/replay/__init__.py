@@ -1,0 +1,1 @@
+"""Simulating traces on a configurable machine (the bundled replay engine)."""

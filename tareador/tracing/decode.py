@@ -1,0 +1,78 @@
+"""Turning the agent's result message into a TaskTrace.
+
+The agent ships its three tables as raw C structs (shadow.c's TaskRow, ObjectRow, EdgeRow)
+concatenated in one buffer; numpy reads them without a per-row Python loop.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from tareador.taskgraph.model import DEPENDENCY_KINDS, DataObject, Dependency, TaskInstance
+
+TASK_ROW = np.dtype([("name", "<u4"), ("parent", "<u4"), ("start", "<u8"), ("end", "<u8"),
+                     ("instructions", "<u8")])
+OBJECT_ROW = np.dtype([("address", "<u8"), ("size", "<u8"), ("site", "<u8"), ("kind", "<u4"),
+                       ("disabled", "<u4"), ("alive", "<u4"), ("pad", "<u4")])
+EDGE_ROW = np.dtype([("src", "<u4"), ("dst", "<u4"), ("object", "<u4"), ("kind", "<u4"), ("bytes", "<u8")])
+OBJECT_KINDS = ("heap", "global", "stack")
+NO_PARENT = 0xFFFFFFFF
+
+
+def split_tables(meta: dict, data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    counts = meta["counts"]
+    sizes = [counts["tasks"] * TASK_ROW.itemsize, counts["objects"] * OBJECT_ROW.itemsize,
+             counts["edges"] * EDGE_ROW.itemsize]
+    if len(data or b"") != sum(sizes):
+        raise ValueError(f"agent sent {len(data or b'')} bytes of tables, expected {sum(sizes)}")
+    tasks = np.frombuffer(data, TASK_ROW, counts["tasks"], 0)
+    objects = np.frombuffer(data, OBJECT_ROW, counts["objects"], sizes[0])
+    edges = np.frombuffer(data, EDGE_ROW, counts["edges"], sizes[0] + sizes[1])
+    return tasks, objects, edges
+
+
+def _site_text(site: dict | None) -> tuple[str, str]:
+    """(short name for labels, full description) of a code address."""
+    if not site:
+        return "?", "?"
+    where = f"{site['file']}:{site['line']}" if site.get("file") and site.get("line") else ""
+    func = site.get("function") or "?"
+    return (where or func), (f"{func} ({where})" if where else func)
+
+
+def object_names(meta: dict, objects: np.ndarray) -> list[DataObject]:
+    """Unique, readable names: globals by symbol, heap blocks by allocation site plus the
+    instance number from that site, stack frames by function."""
+    seen: Counter[str] = Counter()
+    result = []
+    for i, o in enumerate(objects):
+        kind = OBJECT_KINDS[o["kind"]] if o["kind"] < len(OBJECT_KINDS) else "heap"
+        site = meta["sites"].get(hex(int(o["site"])))
+        if kind == "global":
+            base, full = meta["globals"].get(str(i), f"global@{int(o['address']):#x}"), "symbol"
+        elif kind == "stack":
+            func = (site or {}).get("function") or ""
+            base, full = (f"stack:{func}" if func else "stack"), (func or "thread stack")
+        else:
+            short, full = _site_text(site)
+            base = f"heap:{short}"
+        name = base if kind != "heap" and not seen[base] else f"{base}#{seen[base]}"
+        seen[base] += 1
+        result.append(DataObject(i, name, kind, int(o["address"]), int(o["size"]), full))
+    return result
+
+
+def task_rows(meta: dict, tasks: np.ndarray) -> list[TaskInstance]:
+    names = meta["names"]
+    return [TaskInstance(i, names[t["name"]] if t["name"] < len(names) else "?",
+                         -1 if t["parent"] == NO_PARENT else int(t["parent"]),
+                         int(t["start"]), int(t["end"]), int(t["instructions"]))
+            for i, t in enumerate(tasks)]
+
+
+def dependency_rows(edges: np.ndarray, objects: list[DataObject]) -> list[Dependency]:
+    order = np.lexsort((edges["kind"], edges["object"], edges["src"], edges["dst"]))
+    return [Dependency(int(e["src"]), int(e["dst"]), DEPENDENCY_KINDS[e["kind"]], objects[e["object"]].name,
+                       int(e["bytes"])) for e in edges[order]]

@@ -1,0 +1,143 @@
+"""Running a program under the Frida agent and collecting its result.
+
+frida-tools' split: this module spawns the real program, injects tracer_agents/agent.js,
+waits, and receives one result message; all per-access work stays inside the target.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import frida
+
+from tareador.tracing import toolchain
+
+BUFFER_RECORDS = 1 << 20
+ADDR_NO_RANDOMIZE = 0x0040000
+# glibc would pick AVX-512 string functions on CPUs that have them; their masked stores cannot be
+# sized exactly from the instruction, so ask for the SSE2/AVX2 variants instead.
+GLIBC_TUNABLES = "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD"
+
+
+class TracingError(Exception):
+    """The program cannot be traced (missing, not executable, agent failure)."""
+
+
+@dataclass
+class AgentResult:
+    meta: dict
+    data: bytes
+    exit_status: int | None = None
+    detach_reason: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+def check_program(argv: list[str]) -> str:
+    if not argv:
+        raise TracingError("no program given: tareador trace -o DIR -- ./prog [args]")
+    program = argv[0]
+    path = program if os.sep in program else shutil.which(program)
+    if path is None or not os.path.exists(path):
+        raise TracingError(f"program '{program}' not found: check the path (use ./{program} for a local file)")
+    if os.path.isdir(path) or not os.access(path, os.X_OK):
+        raise TracingError(f"'{program}' is not an executable file: build it first (e.g. make) or chmod +x it")
+    with open(path, "rb") as f:
+        if f.read(4) != b"\x7fELF":
+            raise TracingError(f"'{program}' is not an ELF executable: tareador traces compiled C programs")
+    return os.path.abspath(path)
+
+
+def _disable_aslr() -> None:
+    """Same addresses every run keep libc's alignment-dependent paths, and so the instruction
+    counts, identical from run to run. Inherited by the process Frida spawns."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        current = libc.personality(0xFFFFFFFF)
+        if current != -1:
+            libc.personality(current | ADDR_NO_RANDOMIZE)
+    except (OSError, AttributeError):
+        pass
+
+
+def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RECORDS,
+              ignored_modules: tuple[str, ...] = (), system_modules: tuple[str, ...] = ()) -> AgentResult:
+    """Spawn argv under the agent; returns the agent's result (or what is known if none came)."""
+    path = check_program(argv)
+    sources = toolchain.agent_sources()
+    _disable_aslr()
+    env = {"LD_BIND_NOW": "1", "GLIBC_TUNABLES": GLIBC_TUNABLES}
+    device = frida.get_local_device()
+    done = threading.Event()
+    result: dict = {}
+
+    def on_message(message, data):
+        if message["type"] == "send" and message["payload"].get("type") == "result":
+            result["meta"], result["data"] = message["payload"], data
+            script.post({"type": "ack"})
+            done.set()
+        elif message["type"] == "error":
+            result.setdefault("errors", []).append(message.get("description", "agent error"))
+
+    def on_detached(reason, crash):
+        result["detached"] = reason
+        done.set()
+
+    try:
+        pid = device.spawn([path] + list(argv[1:]), env=env, stdio="inherit")
+    except frida.ExecutableNotFoundError:
+        raise TracingError(f"'{argv[0]}' could not be started") from None
+    session = device.attach(pid)
+    session.on("detached", on_detached)
+    script = session.create_script(sources.script)
+    script.on("message", on_message)
+    try:
+        script.load()
+        script.exports_sync.init({
+            "shadowLibrary": str(sources.analysis_library),
+            "transformSource": sources.transform,
+            "allocationsSource": sources.allocations,
+            "bufferRecords": buffer_records,
+            "ignoredModules": list(ignored_modules),
+            "systemModules": list(system_modules),
+        })
+    except (frida.core.RPCException, frida.InvalidOperationError) as e:
+        device.kill(pid)
+        raise TracingError(f"the tracer could not be installed in '{argv[0]}': {e}") from None
+    device.resume(pid)
+    try:
+        while not done.wait(0.5):
+            if progress is not None:
+                try:
+                    progress(script.exports_sync.progress())
+                except (frida.InvalidOperationError, frida.core.RPCException):
+                    pass
+    except KeyboardInterrupt:
+        _interrupt(script, done)
+        device.kill(pid)
+        raise
+    # The process normally detaches right after the result; give it a moment to report its exit.
+    deadline = time.monotonic() + 5
+    while "detached" not in result and time.monotonic() < deadline:
+        time.sleep(0.02)
+    meta = result.get("meta")
+    if meta is None:
+        reason = result.get("detached", "unknown")
+        details = "; ".join(result.get("errors", []))
+        raise TracingError(f"'{argv[0]}' ended ({reason}) before the tracer could report" +
+                           (f": {details}" if details else ""))
+    ending = meta["ending"]
+    return AgentResult(meta, result["data"], ending.get("status"), result.get("detached", ""))
+
+
+def _interrupt(script, done: threading.Event) -> None:
+    try:
+        script.exports_sync.interrupt()
+    except (frida.InvalidOperationError, frida.core.RPCException):
+        pass
+    done.wait(5)

@@ -1,0 +1,241 @@
+/* tareador agent: glue between the traced program and the Python driver.
+ *
+ * The per-access work is native (transform.c emits inline code, shadow.c analyses in batches,
+ * allocations.c watches the allocator). This script only wires those together, starts and stops
+ * following the main thread at tareador_ON/OFF, and ships the result tables to Python once, at
+ * exit, crash or interrupt, waiting for Python to acknowledge so nothing is lost when the process
+ * dies right after.
+ */
+'use strict';
+
+const KIND_STACK = 2;
+const MARK = { ON: 1, OFF: 2, START: 3, END: 4, DISABLE: 5, ENABLE: 6 };
+const MARKER_NAMES = ['', 'tareador_ON', 'tareador_OFF', 'tareador_start_task', 'tareador_end_task',
+  'tareador_disable_object', 'tareador_enable_object'];
+const STACK_SPAN = 8 * 1024 * 1024;
+/* Globals that the C runtime or libc put into the executable: never user data. */
+const RUNTIME_GLOBALS = new Set(['stdin', 'stdout', 'stderr', 'environ', '__environ', 'completed.0',
+  'optarg', 'optind', 'opterr', 'optopt', 'program_invocation_name', 'program_invocation_short_name']);
+
+let native = null;
+let finished = false;
+let threadsCreated = 0;
+const globalNames = {};
+const warnings = [];
+
+function fn(module, name, ret, args) {
+  return new NativeFunction(module.getExportByName(name), ret, args, { exceptions: 'propagate' });
+}
+
+function rangesBuffer(ranges) {
+  const buf = Memory.alloc(16 * (ranges.length + 1));
+  ranges.forEach((r, i) => {
+    buf.add(16 * i).writeU64(uint64(r.base.toString()));
+    buf.add(16 * i + 8).writeU64(uint64(r.base.add(r.size).toString()));
+  });
+  return buf;
+}
+
+function mainThreadStack() {
+  const line = File.readAllText('/proc/self/maps').split('\n').find(l => l.endsWith('[stack]'));
+  const high = ptr('0x' + line.split(' ')[0].split('-')[1]);
+  return { low: high.sub(STACK_SPAN), high };
+}
+
+function codeRanges(modules) {
+  const ranges = [];
+  for (const m of modules)
+    for (const r of m.enumerateRanges('--x'))
+      if (r.base.compare(m.base) >= 0 && r.base.compare(m.base.add(m.size)) < 0) ranges.push(r);
+  return ranges;
+}
+
+function findMarker(name) {
+  const main = Process.mainModule;
+  return main.findExportByName(name) || main.findSymbolByName(name) || Module.findGlobalExportByName(name);
+}
+
+function registerGlobals(shadow) {
+  const main = Process.mainModule;
+  for (const s of main.enumerateSymbols()) {
+    if (s.type !== 'object' || !s.size || !s.section || s.section.protection.indexOf('w') < 0) continue;
+    if (s.name.startsWith('_') || s.name.startsWith('tareador_') || RUNTIME_GLOBALS.has(s.name)) continue;
+    if (s.name.indexOf('@') >= 0) continue;
+    const id = shadow.addObject(s.address, s.size, 1, s.address, 0);
+    globalNames[id] = s.name;
+  }
+}
+
+function hookAllocator(cm) {
+  const hooks = [['malloc', 'malloc'], ['calloc', 'calloc'], ['realloc', 'realloc'], ['free', 'free'],
+    ['memalign', 'memalign'], ['aligned_alloc', 'memalign'], ['posix_memalign', 'posix_memalign']];
+  /* mmap/munmap are not hooked: Stalker itself maps code slabs on the traced thread, and a
+   * listener there re-enters the analysis. Large mallocs served by mmap are still seen as malloc. */
+  for (const [symbol, listener] of hooks) {
+    const target = Module.findGlobalExportByName(symbol);
+    if (target !== null)
+      Interceptor.attach(target, { onEnter: cm[listener + '_enter'], onLeave: cm[listener + '_leave'] });
+  }
+}
+
+function loadNative(options) {
+  const lib = Module.load(options.shadowLibrary);
+  const shadow = {
+    lib,
+    init: fn(lib, 'tr_init', 'int', ['uint64', 'uint64', 'uint64']),
+    addObject: fn(lib, 'tr_add_object', 'int64', ['pointer', 'uint64', 'uint32', 'pointer', 'uint32']),
+    marker: fn(lib, 'tr_marker', 'void', ['uint32', 'pointer', 'pointer', 'pointer', 'pointer']),
+    finish: fn(lib, 'tr_finish', 'void', []),
+    tasks: fn(lib, 'tr_tasks', 'pointer', ['pointer']),
+    objects: fn(lib, 'tr_objects', 'pointer', ['pointer']),
+    edges: fn(lib, 'tr_edges', 'pointer', ['pointer']),
+    name: fn(lib, 'tr_name', 'pointer', ['uint32']),
+    nameCount: fn(lib, 'tr_name_count', 'uint32', []),
+    state: lib.getExportByName('tr_state'),
+    statusFn: fn(lib, 'tr_status', 'void', ['pointer']),
+    status() {
+      const out = Memory.alloc(64);
+      this.statusFn(out);
+      const v = i => out.add(8 * i).readU64().toNumber();
+      return { accesses: v(0), flushes: v(1), tasks: v(2), error: v(3), errorTask: v(4), errorName: v(5),
+        errorSite: out.add(48).readPointer(), instructions: v(7) };
+    },
+  };
+  const stack = mainThreadStack();
+  if (shadow.init(options.bufferRecords, uint64(stack.low.toString()), uint64(stack.high.toString())) !== 0)
+    throw new Error('cannot allocate shadow memory');
+  shadow.addObject(stack.low, STACK_SPAN, KIND_STACK, ptr(0), 1);
+  registerGlobals(shadow);
+
+  const ignored = new Set([lib.name, 'ld-linux-x86-64.so.2', 'linux-vdso.so.1'].concat(options.ignoredModules));
+  const analysed = Process.enumerateModules().filter(m => !ignored.has(m.name) && !m.name.startsWith('libtareador'));
+  const system = new Set(options.systemModules);
+  const program = analysed.filter(m => !system.has(m.name) && !m.name.startsWith('libc.so'));
+  const markers = Memory.alloc(8 * 7);
+  const found = MARKER_NAMES.map((name, k) => (k === 0 ? null : findMarker(name)));
+  found.forEach((address, k) => { if (address !== null) markers.add(8 * k).writePointer(address); });
+  /* The spawned process's main thread has the process id as thread id. */
+  const thread = Memory.alloc(8);
+  thread.writeU64(Process.id);
+  const blocks = Memory.alloc(8);
+  const symbols = {
+    tr_state: shadow.state,
+    tr_flush_callout: lib.getExportByName('tr_flush_callout'),
+    tr_marker: lib.getExportByName('tr_marker'),
+    tareador_code_ranges: rangesBuffer(codeRanges(analysed)),
+    tareador_user_ranges: rangesBuffer(codeRanges(program)),
+    tareador_markers: markers,
+    tareador_blocks: blocks,
+    tareador_thread: thread,
+  };
+  for (const name of ['tr_enter_allocator', 'tr_leave_allocator', 'tr_add_object', 'tr_remove_object_at',
+    'tr_move_object', 'tr_mark_written'])
+    symbols[name] = lib.getExportByName(name);
+  const transform = new CModule(options.transformSource, symbols);
+  const allocations = new CModule(options.allocationsSource, symbols);
+  return { shadow, transform, allocations, markers: found, thread, blocks, symbols };
+}
+
+function startFollowing(context, threadId) {
+  native.shadow.marker(MARK.ON, ptr(0), context.rsp, context.rsp.readPointer(), context.rbp);
+  Stalker.follow(threadId, { transform: native.transform.transform });
+}
+
+function stopFollowing(context, threadId) {
+  native.shadow.marker(MARK.OFF, ptr(0), context.rsp, context.rsp.readPointer(), context.rbp);
+  Stalker.unfollow(threadId);
+}
+
+function describe(address) {
+  const s = DebugSymbol.fromAddress(address);
+  return { function: s.name || '', file: s.fileName ? s.fileName.split('/').pop() : '', line: s.lineNumber || 0,
+    module: s.moduleName || '' };
+}
+
+function table(getter, rowSize) {
+  const count = Memory.alloc(8);
+  const base = getter(count);
+  const n = count.readU64().toNumber();
+  return { n, bytes: n && !base.isNull() ? base.readByteArray(n * rowSize) : new ArrayBuffer(0) };
+}
+
+/* Collect everything and hand it to Python; block until Python has it. */
+function finish(ending) {
+  if (finished) return;
+  finished = true;
+  native.shadow.finish();
+  const s = native.shadow;
+  const tasks = table(s.tasks, 32), objects = table(s.objects, 40), edges = table(s.edges, 24);
+  const names = [];
+  for (let i = 0; i < s.nameCount(); i++) {
+    const p = s.name(i);
+    names.push(p.isNull() ? '?' : p.readUtf8String());
+  }
+  const sites = {};
+  const objectView = new DataView(objects.bytes);
+  for (let i = 0; i < objects.n; i++) {
+    const kind = objectView.getUint32(40 * i + 24, true);
+    const site = ptr('0x' + objectView.getBigUint64(40 * i + 16, true).toString(16));
+    if (kind !== 1 && !site.isNull()) sites[site.toString()] = describe(site);
+  }
+  const status = s.status();
+  const error = { code: status.error, task: status.errorTask, name: status.errorName };
+  if (status.error && !status.errorSite.isNull()) error.site = describe(status.errorSite);
+  if (threadsCreated)
+    warnings.push(`the program created ${threadsCreated} thread(s); only the main thread was traced`);
+  const meta = {
+    type: 'result', ending, names, sites, globals: globalNames, error, warnings,
+    counts: { tasks: tasks.n, objects: objects.n, edges: edges.n },
+    accesses: status.accesses, flushes: status.flushes, instructions: status.instructions,
+    blocks: native.blocks.readU64().toNumber(),
+    markers: native.markers.slice(1).map(a => a !== null),
+  };
+  const data = new Uint8Array(tasks.bytes.byteLength + objects.bytes.byteLength + edges.bytes.byteLength);
+  data.set(new Uint8Array(tasks.bytes), 0);
+  data.set(new Uint8Array(objects.bytes), tasks.bytes.byteLength);
+  data.set(new Uint8Array(edges.bytes), tasks.bytes.byteLength + objects.bytes.byteLength);
+  send(meta, data.buffer);
+  recv('ack', () => {}).wait();
+}
+
+function install() {
+  hookAllocator(native.allocations);
+  const onAddress = native.markers[MARK.ON];
+  const offAddress = native.markers[MARK.OFF];
+  if (onAddress !== null) {
+    Interceptor.attach(onAddress, { onEnter() { startFollowing(this.context, this.threadId); } });
+    Interceptor.attach(offAddress, { onEnter() { stopFollowing(this.context, this.threadId); } });
+  } else {
+    /* No tareador_ON in the program: the whole of main is one task. */
+    const main = Process.mainModule.findExportByName('main') || Process.mainModule.findSymbolByName('main');
+    if (main === null) throw new Error('the program has neither tareador_ON nor a main symbol');
+    Interceptor.attach(main, { onEnter() { startFollowing(this.context, this.threadId); } });
+  }
+  for (const name of ['exit', '_exit'])
+    Interceptor.attach(Module.getGlobalExportByName(name), {
+      onEnter(args) { finish({ kind: 'exit', status: args[0].toInt32() }); },
+    });
+  const create = Module.findGlobalExportByName('pthread_create');
+  if (create !== null) Interceptor.attach(create, { onEnter() { threadsCreated++; } });
+  Process.setExceptionHandler(details => {
+    finish({ kind: 'crash', signal: details.type, address: details.address.toString(),
+      where: describe(details.address) });
+    return false;
+  });
+}
+
+rpc.exports = {
+  init(options) {
+    native = loadNative(options);
+    install();
+    return { markers: native.markers.slice(1).map(a => a !== null) };
+  },
+  progress() {
+    if (native === null) return null;
+    const status = native.shadow.status();
+    return { tasks: status.tasks, accesses: status.accesses };
+  },
+  interrupt() {
+    finish({ kind: 'interrupt' });
+  },
+};
