@@ -224,10 +224,18 @@ function install() {
   });
 }
 
+/* Ctrl-C reaches the whole process group: let the driver stop the program after collecting
+ * what was traced, instead of the program dying with it. */
+function ignoreInterrupt() {
+  const signal = new NativeFunction(Module.getGlobalExportByName('signal'), 'pointer', ['int', 'pointer']);
+  signal(2, ptr(1));
+}
+
 rpc.exports = {
   init(options) {
     native = loadNative(options);
     install();
+    ignoreInterrupt();
     return { markers: native.markers.slice(1).map(a => a !== null) };
   },
   progress() {

@@ -119,8 +119,8 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
                     pass
     except KeyboardInterrupt:
         _interrupt(script, done)
-        device.kill(pid)
-        raise
+        _kill(device, pid)
+        result["interrupted"] = True
     # The process normally detaches right after the result; give it a moment to report its exit.
     deadline = time.monotonic() + 5
     while "detached" not in result and time.monotonic() < deadline:
@@ -131,8 +131,17 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
         details = "; ".join(result.get("errors", []))
         raise TracingError(f"'{argv[0]}' ended ({reason}) before the tracer could report" +
                            (f": {details}" if details else ""))
+    if result.get("interrupted"):
+        meta["ending"] = {"kind": "interrupt"}
     ending = meta["ending"]
     return AgentResult(meta, result["data"], ending.get("status"), result.get("detached", ""))
+
+
+def _kill(device, pid: int) -> None:
+    try:
+        device.kill(pid)
+    except frida.ProcessNotFoundError:
+        pass
 
 
 def _interrupt(script, done: threading.Event) -> None:
@@ -140,4 +149,4 @@ def _interrupt(script, done: threading.Event) -> None:
         script.exports_sync.interrupt()
     except (frida.InvalidOperationError, frida.core.RPCException):
         pass
-    done.wait(5)
+    done.wait(10)

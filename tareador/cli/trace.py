@@ -1,0 +1,44 @@
+"""``tareador trace -o DIR -- ./prog args``."""
+
+from __future__ import annotations
+
+import sys
+
+from tareador.tracing.toolchain import ToolchainError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("trace", help="run an annotated program under the tracer",
+                              description="Run the program under Frida, derive the dependencies between its "
+                                          "task instances and write a trace directory.")
+    p.add_argument("-o", "--output", help="trace directory to write (default: <program>.tareador)")
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    p.add_argument("program", nargs="+", help="program and its arguments (put -- before them)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from tareador.cli.main import UserError
+    from tareador.render.summary import format_summary
+    from tareador.tracing.driver import TracingError
+    from tareador.tracing.run import AnnotationError, trace
+
+    argv = [a for a in args.program]
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    out = args.output or f"{argv[0].rstrip('/').split('/')[-1]}.tareador" if argv else None
+    try:
+        result = trace(argv, out, progress=not args.no_progress)
+    except (TracingError, ToolchainError) as e:
+        raise UserError(str(e)) from None
+    except AnnotationError as e:
+        raise UserError(f"{e} (partial trace written to {out})") from None
+    print(format_summary(result, {"trace directory": out}))
+    status = result.summary.get("exit_status")
+    if result.summary["partial"]:
+        print(f"tareador: the program {result.summary['ending']}; the partial trace is in {out}", file=sys.stderr)
+        return 1
+    if status:
+        print(f"tareador: the program exited with status {status}; its trace is complete in {out}", file=sys.stderr)
+        return status
+    return 0

@@ -1,0 +1,116 @@
+"""``trace()``: run a program under the agent and write its trace directory.
+
+Whatever the ending (normal exit, non-zero exit, crash, Ctrl-C, annotation error) the tables
+traced so far are written; the summary says how the run ended and whether it is partial.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from tareador import __version__
+from tareador.taskgraph.model import TaskTrace
+from tareador.taskgraph.store import save
+from tareador.tracing import decode
+from tareador.tracing.driver import run_agent
+
+ANNOTATION_ERRORS = {
+    1: "tareador_end_task(\"{name}\") without a matching tareador_start_task",
+    2: "tareador_end_task(\"{name}\") does not match the innermost open task",
+    3: "task \"{name}\" was still open at tareador_OFF() or at the end of the program",
+    4: "tasks nested deeper than 64 levels (at \"{name}\")",
+}
+
+
+class AnnotationError(Exception):
+    """The program's start/end markers are unbalanced or mismatched."""
+
+
+def _annotation_problem(meta: dict) -> str | None:
+    error = meta["error"]
+    if not error["code"]:
+        return None
+    names = meta["names"]
+    name = names[error["name"]] if error["name"] < len(names) else "?"
+    text = ANNOTATION_ERRORS.get(error["code"], "annotation error").format(name=name)
+    site = error.get("site")
+    where = f" at {site['file']}:{site['line']}" if site and site.get("file") else ""
+    return f"{text}{where} (task instance #{error['task']}); fix the markers and trace again"
+
+
+def _ending_text(ending: dict) -> tuple[str, bool]:
+    """(one-line description, partial?)"""
+    kind = ending["kind"]
+    if kind == "exit":
+        status = ending.get("status", 0)
+        return (f"exited with status {status}", False)
+    if kind == "crash":
+        where = ending.get("where") or {}
+        loc = f" in {where.get('function')}" if where.get("function") else ""
+        if where.get("file"):
+            loc += f" ({where['file']}:{where['line']})"
+        return (f"crashed ({ending.get('signal')}{loc})", True)
+    return ("was interrupted (Ctrl-C)", True)
+
+
+def _progress_printer():
+    if not sys.stderr.isatty():
+        return None
+    started = time.monotonic()
+
+    def show(p):
+        if p:
+            sys.stderr.write(f"\r  tracing: {p['tasks']} task instances, {p['accesses'] / 1e6:.1f} M accesses "
+                             f"analysed, {time.monotonic() - started:.0f} s")
+            sys.stderr.flush()
+    return show
+
+
+def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True) -> TaskTrace:
+    """Trace ``argv`` and write ``out_dir``; raises AnnotationError after writing if the markers
+    are unbalanced."""
+    started = time.monotonic()
+    show = _progress_printer() if progress else None
+    result = run_agent(argv, progress=show)
+    if show:
+        sys.stderr.write("\n")
+    meta = result.meta
+    tasks_raw, objects_raw, edges_raw = decode.split_tables(meta, result.data)
+    objects = decode.object_names(meta, objects_raw)
+    tasks = decode.task_rows(meta, tasks_raw)
+    deps = decode.dependency_rows(edges_raw, objects)
+    ending, partial = _ending_text(meta["ending"])
+    warnings = list(meta["warnings"])
+    markers = meta["markers"]
+    if not markers[0]:
+        warnings.append("the program has no tareador markers: the whole of main was traced as one task")
+    elif not tasks:
+        warnings.append("tareador_ON() was never called: nothing was analysed")
+    problem = _annotation_problem(meta)
+    trace = TaskTrace(tasks, deps, objects, {}, str(out_dir))
+    trace.summary = {
+        "program": argv[0],
+        "arguments": list(argv[1:]),
+        "ending": ending,
+        "exit_status": meta["ending"].get("status"),
+        "partial": partial,
+        "instances": sum(1 for t in tasks if not t.is_main),
+        "main_fragments": sum(1 for t in tasks if t.is_main),
+        "task_types": len(trace.task_types),
+        "t1": trace.t1,
+        "tinf": trace.tinf if problem is None else None,
+        "parallelism": round(trace.parallelism, 4) if problem is None else None,
+        "accesses": meta["accesses"],
+        "instructions_traced": meta["instructions"],
+        "traced_threads": "main thread only",
+        "annotation_error": problem,
+        "warnings": warnings,
+        "tracing_seconds": round(time.monotonic() - started, 3),
+        "tool_version": __version__,
+    }
+    save(trace, out_dir)
+    if problem:
+        raise AnnotationError(problem)
+    return trace
