@@ -146,10 +146,12 @@ function stopFollowing(context, threadId) {
   Stalker.unfollow(threadId);
 }
 
+/* Frida's line lookup is approximate; the module path and offset let the driver ask addr2line. */
 function describe(address) {
   const s = DebugSymbol.fromAddress(address);
+  const m = Process.findModuleByAddress(address);
   return { function: s.name || '', file: s.fileName ? s.fileName.split('/').pop() : '', line: s.lineNumber || 0,
-    module: s.moduleName || '' };
+    module: s.moduleName || '', path: m ? m.path : '', offset: m ? address.sub(m.base).toInt32() : 0 };
 }
 
 function table(getter, rowSize) {
@@ -176,11 +178,12 @@ function finish(ending) {
   for (let i = 0; i < objects.n; i++) {
     const kind = objectView.getUint32(40 * i + 24, true);
     const site = ptr('0x' + objectView.getBigUint64(40 * i + 16, true).toString(16));
-    if (kind !== 1 && !site.isNull()) sites[site.toString()] = describe(site);
+    /* Sites are return addresses: the call itself is the byte before. */
+    if (kind !== 1 && !site.isNull()) sites[site.toString()] = describe(site.sub(1));
   }
   const status = s.status();
   const error = { code: status.error, task: status.errorTask, name: status.errorName };
-  if (status.error && !status.errorSite.isNull()) error.site = describe(status.errorSite);
+  if (status.error && !status.errorSite.isNull()) error.site = describe(status.errorSite.sub(1));
   if (threadsCreated)
     warnings.push(`the program created ${threadsCreated} thread(s); only the main thread was traced`);
   const meta = {

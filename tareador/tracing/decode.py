@@ -6,7 +6,10 @@ concatenated in one buffer; numpy reads them without a per-row Python loop.
 
 from __future__ import annotations
 
-from collections import Counter
+import os
+import shutil
+import subprocess
+from collections import Counter, defaultdict
 
 import numpy as np
 
@@ -31,6 +34,27 @@ def split_tables(meta: dict, data: bytes) -> tuple[np.ndarray, np.ndarray, np.nd
     objects = np.frombuffer(data, OBJECT_ROW, counts["objects"], sizes[0])
     edges = np.frombuffer(data, EDGE_ROW, counts["edges"], sizes[0] + sizes[1])
     return tasks, objects, edges
+
+
+def refine_source_lines(sites: list[dict]) -> None:
+    """Replace Frida's approximate file:line with addr2line's, one call per module."""
+    if shutil.which("addr2line") is None:
+        return
+    by_module = defaultdict(list)
+    for site in sites:
+        if site.get("path") and os.path.exists(site["path"]):
+            by_module[site["path"]].append(site)
+    for path, group in by_module.items():
+        result = subprocess.run(["addr2line", "-e", path] + [hex(s["offset"]) for s in group],
+                                capture_output=True, text=True)
+        lines = result.stdout.splitlines()
+        if result.returncode != 0 or len(lines) != len(group):
+            continue
+        for site, text in zip(group, lines):
+            file, _, line = text.partition(":")
+            line = line.split(" ")[0]
+            if file != "??" and line.isdigit() and line != "0":
+                site["file"], site["line"] = os.path.basename(file), int(line)
 
 
 def _site_text(site: dict | None) -> tuple[str, str]:

@@ -78,6 +78,8 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True) -> Tas
         sys.stderr.write("\n")
     meta = result.meta
     tasks_raw, objects_raw, edges_raw = decode.split_tables(meta, result.data)
+    decode.refine_source_lines(list(meta["sites"].values()) + [s for s in (meta["error"].get("site"),
+                                                                           meta["ending"].get("where")) if s])
     objects = decode.object_names(meta, objects_raw)
     tasks = decode.task_rows(meta, tasks_raw)
     deps = decode.dependency_rows(edges_raw, objects)

@@ -1,0 +1,42 @@
+"""Shared fixtures: compiling real C programs against the real annotation library."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tareador.tracing import toolchain
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+@pytest.fixture(scope="session")
+def compile_c(tmp_path_factory):
+    """compile_c(source, opt='-O0', static=False, markers=True) -> path of the executable."""
+    out_dir = tmp_path_factory.mktemp("bin")
+    built: dict = {}
+
+    def build(source: str | Path, opt: str = "-O0", static: bool = False, markers: bool = True) -> Path:
+        source = Path(source)
+        key = (source, opt, static, markers)
+        if key not in built:
+            exe = out_dir / f"{source.stem}{opt}{'-static' if static else ''}"
+            cmd = ["cc", "-g", opt, "-Wall", *shlex.split(toolchain.cflags()), str(source), "-o", str(exe)]
+            if markers:
+                cmd += shlex.split(toolchain.libs(static=static))
+            cmd.append("-lm")
+            subprocess.run(cmd, check=True)
+            built[key] = exe
+        return built[key]
+
+    return build
+
+
+def write_c(tmp_path: Path, name: str, code: str) -> Path:
+    path = tmp_path / f"{name}.c"
+    path.write_text(code)
+    return path
