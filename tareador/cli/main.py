@@ -13,7 +13,7 @@ import sys
 
 from tareador import __version__
 
-SUBCOMMANDS = ["config", "trace", "graph"]
+SUBCOMMANDS = ["config", "trace"]
 
 
 class UserError(Exception):
@@ -45,6 +45,3 @@ def main(argv: list[str] | None = None) -> int:
         print("tareador: interrupted", file=sys.stderr)
         return 130
 
-
-if __name__ == "__main__":
-    sys.exit(main())

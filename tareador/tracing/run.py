@@ -28,9 +28,13 @@ class AnnotationError(Exception):
     """The program's start/end markers are unbalanced or mismatched."""
 
 
-def _annotation_problem(meta: dict) -> str | None:
+OPEN_AT_END = 3
+
+
+def _annotation_problem(meta: dict, partial: bool) -> str | None:
+    """A crash or Ctrl-C naturally leaves tasks open: that is not the program's fault."""
     error = meta["error"]
-    if not error["code"]:
+    if not error["code"] or (partial and error["code"] == OPEN_AT_END):
         return None
     names = meta["names"]
     name = names[error["name"]] if error["name"] < len(names) else "?"
@@ -90,7 +94,7 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True) -> Tas
         warnings.append("the program has no tareador markers: the whole of main was traced as one task")
     elif not tasks:
         warnings.append("tareador_ON() was never called: nothing was analysed")
-    problem = _annotation_problem(meta)
+    problem = _annotation_problem(meta, partial)
     trace = TaskTrace(tasks, deps, objects, {}, str(out_dir))
     trace.summary = {
         "program": argv[0],

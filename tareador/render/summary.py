@@ -1,0 +1,49 @@
+"""The terminal summary students read after tracing: T1, T-inf, parallelism, where work goes."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from tareador.taskgraph.model import TaskTrace
+
+
+def human(n: float) -> str:
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n:.0f}"
+
+
+def work_by_type(trace: TaskTrace) -> list[tuple[str, int, int]]:
+    """(type, instances, instructions), largest share first; main's fragments included."""
+    count: dict[str, int] = defaultdict(int)
+    work: dict[str, int] = defaultdict(int)
+    for t in trace.tasks:
+        count[t.name] += 1
+        work[t.name] += t.instructions
+    return sorted(((n, count[n], work[n]) for n in count), key=lambda r: (-r[2], r[0]))
+
+
+def format_summary(trace: TaskTrace, outputs: dict[str, str | Path] | None = None, top: int = 10) -> str:
+    s = trace.summary
+    instances = sum(1 for t in trace.tasks if not t.is_main)
+    lines = [
+        f"task instances   {instances} of {len(trace.task_types)} task types "
+        f"(+ {len(trace.tasks) - instances} fragments of main)",
+        f"T1 (total work)  {human(trace.t1)} instructions",
+    ]
+    if not s.get("annotation_error"):
+        lines += [f"T-inf (crit.path) {human(trace.tinf)} instructions",
+                  f"parallelism      {trace.parallelism:.2f}"]
+    total = trace.t1 or 1
+    lines.append(f"{'task type':<24} {'instances':>9} {'instructions':>14} {'share':>7}")
+    for name, n, work in work_by_type(trace)[:top]:
+        lines.append(f"{name:<24} {n:>9} {human(work):>14} {100 * work / total:>6.1f}%")
+    for w in s.get("warnings", []):
+        lines.append(f"warning: {w}")
+    if s.get("partial"):
+        lines.append(f"partial trace: the program {s.get('ending', 'stopped early')}")
+    for label, path in (outputs or {}).items():
+        lines.append(f"{label}: {path}")
+    return "\n".join(lines)

@@ -1,0 +1,116 @@
+"""Bad input gets a one-line error, and whatever was traced is still written (real binaries)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import write_c
+from tareador import load
+from tareador.cli.main import main
+
+TWO_TASKS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "tareador.h"
+int data[8];
+int main(int argc, char **argv) {
+  tareador_ON();
+  tareador_start_task("first"); for (int i = 0; i < 8; i++) data[i] = i; tareador_end_task("first");
+  tareador_start_task("second"); int s = 0; for (int i = 0; i < 8; i++) s += data[i]; tareador_end_task("second");
+  %s
+  tareador_OFF();
+  printf("%%d\n", s);
+  return 0;
+}
+"""
+
+
+def run_cli(*args):
+    return main(["trace", "--no-progress", *map(str, args)])
+
+
+def one_line_error(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err and err[-1].startswith("tareador: ")
+    return err[-1]
+
+
+def test_missing_program(capsys, tmp_path):
+    assert run_cli("-o", tmp_path / "t", "--", tmp_path / "nope") == 2
+    assert "not found" in one_line_error(capsys)
+
+
+def test_not_an_executable(capsys, tmp_path):
+    source = write_c(tmp_path, "x", "int main(void){return 0;}")
+    assert run_cli("-o", tmp_path / "t", "--", source) == 2
+    assert "not an executable" in one_line_error(capsys)
+
+
+def test_program_without_markers_is_one_main_task(capsys, tmp_path, compile_c):
+    src = write_c(tmp_path, "plain", "int a[100];\nint main(void){for(int i=0;i<100;i++)a[i]=i;return a[7]-7;}\n")
+    exe = compile_c(src, markers=False)
+    assert run_cli("-o", tmp_path / "t", "--", exe) == 0
+    t = load(tmp_path / "t")
+    assert [x.name for x in t.tasks] == ["main"]
+    assert t.tasks[0].instructions > 100
+    assert any("no tareador markers" in w for w in t.summary["warnings"])
+
+
+@pytest.mark.parametrize("extra, expected", [
+    ('tareador_end_task("second");', 'tareador_end_task("second") without a matching tareador_start_task'),
+    ('tareador_start_task("third"); tareador_end_task("fourth");',
+     'tareador_end_task("fourth") does not match the innermost open task'),
+    ('tareador_start_task("left_open");', 'task "left_open" was still open at tareador_OFF()'),
+])
+def test_unbalanced_markers_name_the_task_and_line(capsys, tmp_path, compile_c, extra, expected):
+    src = write_c(tmp_path, "bad", TWO_TASKS % extra)
+    exe = compile_c(src)
+    assert run_cli("-o", tmp_path / "t", "--", exe) == 2
+    message = one_line_error(capsys)
+    assert expected in message
+    assert "bad.c:10" in message or "left_open" in message
+    t = load(tmp_path / "t")  # still written
+    assert [x.name for x in t.tasks if not x.is_main][:2] == ["first", "second"]
+
+
+def test_crash_keeps_the_partial_trace(capsys, tmp_path, compile_c):
+    src = write_c(tmp_path, "crash", TWO_TASKS % 'tareador_start_task("boom"); *(volatile int *) 0 = 1; tareador_end_task("boom");')
+    exe = compile_c(src)
+    assert run_cli("-o", tmp_path / "t", "--", exe) == 1
+    assert "crashed" in one_line_error(capsys)
+    t = load(tmp_path / "t")
+    assert t.summary["partial"] is True
+    assert [x.name for x in t.tasks if not x.is_main] == ["first", "second", "boom"]
+    assert {(d.src, d.dst, d.object, d.bytes) for d in t.deps if d.kind == "RAW" and d.object == "data"} == {(1, 3, "data", 32)}
+
+
+def test_nonzero_exit_is_reported_with_a_complete_trace(capsys, tmp_path, compile_c):
+    src = write_c(tmp_path, "fails", TWO_TASKS.replace("return 0;", "return 3;") % "")
+    exe = compile_c(src)
+    assert run_cli("-o", tmp_path / "t", "--", exe) == 3
+    assert "status 3" in one_line_error(capsys)
+    t = load(tmp_path / "t")
+    assert t.summary["partial"] is False and t.summary["exit_status"] == 3
+    assert len([x for x in t.tasks if not x.is_main]) == 2
+
+
+def test_ctrl_c_writes_the_partial_trace(tmp_path, compile_c):
+    src = write_c(tmp_path, "forever", TWO_TASKS % 'tareador_start_task("spin"); for (volatile long i = 0; ; i++) data[i & 7] = (int) i;')
+    exe = compile_c(src)
+    out = tmp_path / "t"
+    proc = subprocess.Popen([sys.executable, "-m", "tareador", "trace", "--no-progress", "-o", str(out), "--", str(exe)],
+                            start_new_session=True, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert "interrupted" in err.strip().splitlines()[-1]
+    t = load(out)
+    assert t.summary["partial"] is True
+    assert [x.name for x in t.tasks if not x.is_main] == ["first", "second", "spin"]
