@@ -13,7 +13,7 @@ import sys
 
 from tareador import __version__
 
-SUBCOMMANDS = ["config", "trace"]
+SUBCOMMANDS = ["config", "trace", "graph"]
 
 
 class UserError(Exception):

@@ -1,0 +1,32 @@
+"""``tareador graph DIR``: the task dependency graph of a trace directory."""
+
+from __future__ import annotations
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("graph", help="draw the task dependency graph (DOT and SVG)",
+                              description="Write DIR/graph.dot and DIR/graph.svg and print the summary.")
+    p.add_argument("trace_dir", metavar="DIR", help="trace directory written by 'tareador trace'")
+    p.add_argument("--all-edges", action="store_true", help="also draw transitive edges")
+    p.add_argument("--collapse", choices=["auto", "never", "always"], default="auto",
+                   help="one node per task type (auto: when there are more than --max-nodes instances)")
+    p.add_argument("--max-nodes", type=int, default=300)
+    p.add_argument("--png", action="store_true", help="also write graph.png")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from tareador.cli.main import UserError
+    from tareador.render.graph import write_graph
+    from tareador.render.summary import format_summary
+    from tareador.taskgraph.store import load
+
+    trace = load(args.trace_dir)
+    formats = ("dot", "svg", "png") if args.png else ("dot", "svg")
+    try:
+        outputs = write_graph(trace, args.trace_dir, all_edges=args.all_edges, collapse=args.collapse,
+                              max_nodes=args.max_nodes, formats=formats)
+    except RuntimeError as e:
+        raise UserError(str(e)) from None
+    print(format_summary(trace, outputs))
+    return 0
