@@ -1,0 +1,74 @@
+"""The dependency graph drawing: hand-made graphs for exact edges, a real trace end to end."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import EXAMPLES
+from tareador.cli.main import main
+from tareador.render.graph import write_graph
+from tareador.render.summary import format_summary
+from tareador.taskgraph.model import Dependency, TaskInstance, TaskTrace
+from tareador.tracing.run import trace
+
+
+def diamond() -> TaskTrace:
+    tasks = [TaskInstance(0, "main", -1, 0, 1, 1)] + [
+        TaskInstance(i, "a" if i in (1, 4) else "b", 0, i, i + 1, 10 * i) for i in range(1, 5)]
+    deps = [Dependency(s, d, "RAW", f"x{s}{d}", 8) for s, d in [(1, 2), (1, 3), (2, 4), (3, 4), (1, 4)]]
+    deps.append(Dependency(2, 3, "WAR", "y", 4))
+    return TaskTrace(tasks, deps, [], {})
+
+
+def dot_edges(path) -> set[tuple[int, int]]:
+    return {(int(a), int(b)) for a, b in re.findall(r"^\s*(\d+) -> (\d+)", path.read_text(), re.M)}
+
+
+def test_transitive_edges_hidden_unless_asked(tmp_path):
+    out = write_graph(diamond(), tmp_path / "reduced")
+    assert dot_edges(out["graph (dot)"]) == {(0, 1), (1, 2), (1, 3), (2, 4), (3, 4)}
+    out = write_graph(diamond(), tmp_path / "all", all_edges=True)
+    assert dot_edges(out["graph (dot)"]) == {(0, 1), (0, 2), (0, 3), (0, 4), (1, 2), (1, 3), (2, 4), (3, 4), (1, 4)}
+    assert out["graph (svg)"].read_bytes().startswith(b"<?xml")
+
+
+def test_labels_legend_and_no_war(tmp_path):
+    text = write_graph(diamond(), tmp_path)["graph (dot)"].read_text()
+    assert "x12 8 B" in text and "y" not in re.findall(r'label="([^"]*)"', text)
+    assert "(2, 3)" not in str(dot_edges(tmp_path / "graph.dot"))
+    assert "<TD>a</TD>" in text.replace(' BGCOLOR="#4477AA"', "") and "<TD>2</TD>" in text
+
+
+def test_large_graphs_collapse_by_type(tmp_path):
+    tasks = [TaskInstance(0, "main", -1, 0, 0, 0)] + [
+        TaskInstance(i, ("p", "q", "r")[i % 3], 0, i, i, 5) for i in range(1, 5001)]
+    deps = [Dependency(i, i + 1, "RAW", "o", 4) for i in range(1, 5000)]
+    out = write_graph(TaskTrace(tasks, deps, [], {}), tmp_path)
+    text = out["graph (dot)"].read_text()
+    nodes = set(re.findall(r"^\s*(\w+) \[label=", text, re.M)) - {"graph"}
+    assert nodes == {"main", "p", "q", "r"}
+    assert "5001 task instances collapsed" in text
+    assert "1667 instances" in text  # r: 3, 6, ..., 5001... p gets i % 3 == 0
+    assert out["graph (svg)"].stat().st_size < 100_000
+
+
+def test_summary_numbers():
+    text = format_summary(diamond())
+    # T1 = 1 + 10 + 20 + 30 + 40; T-inf = main 1 + a1 10 + b3 30 + a4 40
+    assert "T1 (total work)  101 instructions" in text
+    assert "T-inf (crit.path) 81 instructions" in text
+    assert "parallelism      1.25" in text
+
+
+def test_graph_command_on_a_real_trace(compile_c, tmp_path, capsys):
+    exe = compile_c(EXAMPLES / "cholesky" / "cholesky.c")
+    trace([str(exe), "3", "4"], tmp_path / "t", progress=False)
+    assert main(["graph", str(tmp_path / "t")]) == 0
+    out = capsys.readouterr().out
+    assert "task instances   10 of 4 task types" in out
+    text = (tmp_path / "t" / "graph.dot").read_text()
+    potrf = [int(i) for i in re.findall(r'^\s*(\d+) \[label="potrf', text, re.M)]
+    trsm = [int(i) for i in re.findall(r'^\s*(\d+) \[label="trsm', text, re.M)]
+    assert len(potrf) == 3 and len(trsm) == 3
+    assert (potrf[0], trsm[0]) in dot_edges(tmp_path / "t" / "graph.dot")
+    assert "potrf" in (tmp_path / "t" / "graph.svg").read_text()
