@@ -153,31 +153,53 @@ static EdgeRow *edge_for(uint32_t src, uint32_t dst, uint32_t object, uint32_t k
   return last = r;
 }
 
-static inline void count_edge(uint32_t src, uint32_t dst, uint32_t object, uint32_t kind) {
-  EdgeRow *r = edge_for(src, dst, object, kind);
-  if (r) r->bytes++;
+/* Consecutive bytes of one access nearly always share their last writer and object: count them
+ * as one run instead of one hash-table update per byte. */
+typedef struct { uint32_t src, object, kind; uint64_t bytes; } EdgeRun;
+
+static inline void run_flush(EdgeRun *run, uint32_t dst) {
+  if (run->bytes) {
+    EdgeRow *r = edge_for(run->src, dst, run->object, run->kind);
+    if (r) r->bytes += run->bytes;
+    run->bytes = 0;
+  }
 }
 
-/* ---- the per-access work ---- */
-
-static inline void read_byte(ShadowChunk *c, uint64_t i, uint32_t me) {
-  if (c->reader[i] == me) return;
-  c->reader[i] = me;
-  uint32_t w = c->writer[i];
-  if (w && w != me) count_edge(w - 1, me - 1, c->object[i] - 1, DEP_RAW);
-}
-
-static inline void write_byte(ShadowChunk *c, uint64_t i, uint32_t me) {
-  uint32_t w = c->writer[i], r = c->reader[i];
-  if (w == me && !r) return;
-  if (w && w != me) count_edge(w - 1, me - 1, c->object[i] - 1, DEP_WAW);
-  if (r && r != me) count_edge(r - 1, me - 1, c->object[i] - 1, DEP_WAR);
-  c->writer[i] = me;
-  c->reader[i] = 0;
+static inline void run_add(EdgeRun *run, uint32_t src, uint32_t object, uint32_t dst) {
+  if (run->bytes && (run->src != src || run->object != object)) run_flush(run, dst);
+  run->src = src; run->object = object; run->bytes++;
 }
 
 static inline int object_enabled(uint32_t object) {
   return object && !objects[object - 1].disabled;
+}
+
+/* One access's bytes [i, i + n) inside chunk c, by task instance me (ids are +1 in shadow). */
+static void analyse_in_chunk(ShadowChunk *c, uint64_t i, uint64_t n, int is_write, uint32_t me) {
+  EdgeRun raw = { 0, 0, DEP_RAW, 0 }, waw = { 0, 0, DEP_WAW, 0 }, war = { 0, 0, DEP_WAR, 0 };
+  uint32_t checked_object = 0;
+  for (uint64_t end = i + n; i < end; i++) {
+    uint32_t object = c->object[i];
+    if (object != checked_object) {
+      if (!object_enabled(object)) continue;
+      checked_object = object;
+    }
+    uint32_t w = c->writer[i], r = c->reader[i];
+    if (!is_write) {
+      if (r == me) continue;
+      c->reader[i] = me;
+      if (w && w != me) run_add(&raw, w - 1, object - 1, me - 1);
+    } else {
+      if (w == me && !r) continue;
+      if (w && w != me) run_add(&waw, w - 1, object - 1, me - 1);
+      if (r && r != me) run_add(&war, r - 1, object - 1, me - 1);
+      c->writer[i] = me;
+      c->reader[i] = 0;
+    }
+  }
+  run_flush(&raw, me - 1);
+  run_flush(&waw, me - 1);
+  run_flush(&war, me - 1);
 }
 
 static void analyse(uint64_t address, uint64_t size, int is_write, uint32_t me) {
@@ -190,13 +212,7 @@ static void analyse(uint64_t address, uint64_t size, int is_write, uint32_t me) 
     uint64_t chunk_end = (address | (CHUNK_SIZE - 1)) + 1;
     uint64_t stop = end < chunk_end ? end : chunk_end;
     ShadowChunk *c = chunk_of(address, 0);
-    if (c) {
-      uint64_t i = address & (CHUNK_SIZE - 1), n = stop - address;
-      for (uint64_t k = 0; k < n; k++, i++) {
-        if (!object_enabled(c->object[i])) continue;
-        if (is_write) write_byte(c, i, me); else read_byte(c, i, me);
-      }
-    }
+    if (c) analyse_in_chunk(c, address & (CHUNK_SIZE - 1), stop - address, is_write, me);
     address = stop;
   }
 }
