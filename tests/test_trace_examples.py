@@ -1,4 +1,4 @@
-"""End-to-end: the traced tiled Cholesky has exactly the analytic task DAG."""
+"""End-to-end: the bundled examples traced have exactly their analytic task DAGs."""
 
 from __future__ import annotations
 
@@ -56,3 +56,24 @@ def test_traced_dag_is_the_analytic_one(compile_c, tmp_path, opt):
     assert others == set() if opt == "-O0" else others <= {"stack", "stack:main"}
     assert t.summary["instances"] == len(names) == 20
     assert t.parallelism > 1.5
+
+
+def test_heat_stencil_dag(compile_c, tmp_path):
+    """2 x 2 blocks, 3 iterations: each block depends on itself and its 2 neighbours (not the
+    diagonal one) from the previous iteration, through the grid written then."""
+    exe = compile_c(EXAMPLES / "heat" / "heat.c")
+    t = trace([str(exe), "16", "8", "3"], tmp_path / "t", progress=False)
+    blocks = [x for x in t.tasks if not x.is_main]
+    assert [x.name for x in blocks] == ["jacobi_block"] * 12
+    number = {x.id: i for i, x in enumerate(blocks)}
+    raw = {(number[d.src], number[d.dst]) for d in t.deps
+           if d.kind == "RAW" and d.src in number and d.dst in number and d.object.startswith("heap:")}
+    expected = set()
+    for it in range(1, 3):
+        for b in range(4):
+            bi, bj = divmod(b, 2)
+            for a in range(4):
+                ai, aj = divmod(a, 2)
+                if abs(ai - bi) + abs(aj - bj) <= 1:
+                    expected.add((4 * (it - 1) + a, 4 * it + b))
+    assert raw == expected
