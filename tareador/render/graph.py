@@ -75,9 +75,12 @@ def instance_graph(trace: TaskTrace, all_edges: bool) -> graphviz.Digraph:
             dot.node(str(t.id), f"{t.name}\n#{t.id}\n{human(t.instructions)} instr", shape="ellipse",
                      style="filled", fillcolor=colours[t.name], width=str(_width(t.instructions, largest)))
     g = trace.graph
+    by_id = {t.id: t for t in trace.tasks}
     for s, d in drawn_edges(trace, all_edges):
         attrs = g.edges[s, d]
-        if any(x.kind == RAW for x in attrs["deps"]):
+        # main -> the task it creates is an order edge anyway: the loop variables it reads add nothing.
+        creation = by_id[s].is_main and by_id[d].parent == s
+        if any(x.kind == RAW for x in attrs["deps"]) and not creation:
             dot.edge(str(s), str(d), label=_edge_label(attrs["deps"]), fontsize="8")
         else:
             dot.edge(str(s), str(d), style="dashed", color="#BBBBBB")
