@@ -28,7 +28,7 @@ def compile_c(tmp_path_factory):
             cmd = ["cc", "-g", opt, "-Wall", *shlex.split(toolchain.cflags()), str(source), "-o", str(exe)]
             if markers:
                 cmd += shlex.split(toolchain.libs(static=static))
-            cmd.append("-lm")
+            cmd += ["-lm", "-lpthread"]
             subprocess.run(cmd, check=True)
             built[key] = exe
         return built[key]
