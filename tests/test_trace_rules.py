@@ -89,3 +89,14 @@ def test_instruction_counts_are_deterministic(compile_c, tmp_path):
     b = trace([str(exe)], tmp_path / "b", progress=False)
     assert [x.instructions for x in a.tasks] == [x.instructions for x in b.tasks]
     assert a.deps == b.deps
+
+
+def test_rules_hold_at_O2(compile_c, tmp_path):
+    """Optimised code keeps `sink` in a register and main has no frame pointer (its frame is then
+    just `stack`), but every rule on heap and global objects gives the same edges."""
+    exe = compile_c(EXAMPLES / "rules" / "rules.c", opt="-O2")
+    edges = task_edges(trace([str(exe)], tmp_path / "t", progress=False))
+    not_stack = {e for e in edges if not e[3].startswith("stack")}
+    assert not_stack == {e for e in RULE_EDGES if not e[3].startswith("stack")}
+    assert ("fill_local", "sum_local", "RAW", "stack", 32) in edges
+    assert not any((s, d) == ("private_a", "private_b") for s, d, *_ in edges)
