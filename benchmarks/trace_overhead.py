@@ -50,7 +50,7 @@ def main() -> int:
     start = time.perf_counter()
     trace([str(exe), str(args.n), "1"], tmp / "trace1", progress=False)
     one_pass = time.perf_counter() - start
-    marginal = (traced - one_pass) / (accesses - 3 * args.n)
+    marginal = (traced - one_pass) / max(accesses - 3 * args.n, 1)
     if shutil.which("valgrind"):
         rows.append(("valgrind --tool=none", timed(["valgrind", "--tool=none", *argv])))
         if not args.no_lackey:

@@ -174,8 +174,37 @@ static inline int object_enabled(uint32_t object) {
   return object && !objects[object - 1].disabled;
 }
 
+static inline int uniform(const uint32_t *a, uint32_t v, uint64_t n) {
+  uint32_t differ = 0;
+#pragma GCC unroll 8
+  for (uint64_t k = 0; k < n; k++) differ |= a[k] ^ v;
+  return !differ;
+}
+
+/* The common case: a word whose bytes share object, last writer and last reader (any data
+ * written or read as whole words). Returns 0 when the bytes differ and need the byte loop. */
+static inline int analyse_word(ShadowChunk *c, uint64_t i, uint64_t n, int is_write, uint32_t me) {
+  uint32_t object = c->object[i], w = c->writer[i], r = c->reader[i];
+  if (!uniform(&c->object[i], object, n) || !uniform(&c->writer[i], w, n) || !uniform(&c->reader[i], r, n))
+    return 0;
+  if (!object_enabled(object)) return 1;
+  if (!is_write) {
+    if (r == me) return 1;
+    for (uint64_t k = 0; k < n; k++) c->reader[i + k] = me;
+    if (w && w != me) { EdgeRow *e = edge_for(w - 1, me - 1, object - 1, DEP_RAW); if (e) e->bytes += n; }
+  } else {
+    if (w == me && !r) return 1;
+    if (w && w != me) { EdgeRow *e = edge_for(w - 1, me - 1, object - 1, DEP_WAW); if (e) e->bytes += n; }
+    if (r && r != me) { EdgeRow *e = edge_for(r - 1, me - 1, object - 1, DEP_WAR); if (e) e->bytes += n; }
+    for (uint64_t k = 0; k < n; k++) { c->writer[i + k] = me; c->reader[i + k] = 0; }
+  }
+  return 1;
+}
+
 /* One access's bytes [i, i + n) inside chunk c, by task instance me (ids are +1 in shadow). */
 static void analyse_in_chunk(ShadowChunk *c, uint64_t i, uint64_t n, int is_write, uint32_t me) {
+  if (n == 8 ? analyse_word(c, i, 8, is_write, me) : n == 4 ? analyse_word(c, i, 4, is_write, me) : 0)
+    return;
   EdgeRun raw = { 0, 0, DEP_RAW, 0 }, waw = { 0, 0, DEP_WAW, 0 }, war = { 0, 0, DEP_WAR, 0 };
   uint32_t checked_object = 0;
   for (uint64_t end = i + n; i < end; i++) {
