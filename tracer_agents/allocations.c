@@ -3,7 +3,8 @@
  *
  * Only blocks the program asks for become objects: a call whose return address lies outside the
  * program's own code (libc allocating a stdio buffer for itself, say) is libc's business. Only
- * the main thread is traced, so other threads' calls are ignored.
+ * the main thread is traced, so other threads' calls are ignored. mmap/munmap are not hooked
+ * (see agent.js): Stalker maps its own code slabs on the traced thread.
  */
 #include <gum/guminterceptor.h>
 
@@ -76,7 +77,7 @@ void calloc_leave (GumInvocationContext * ic)
 {
   CallData * d = leave (ic);
   if (!d->traced || RETURNED == 0 || !from_program (ic)) return;
-  add_heap (ic, RETURNED, d->first * d->second);
+  tr_add_object (RETURNED, d->first * d->second, KIND_HEAP, site_of (ic), 0);
   tr_mark_written (RETURNED, d->first * d->second);
 }
 
@@ -108,21 +109,3 @@ void free_enter (GumInvocationContext * ic)
     tr_remove_object_at (d->first);
 }
 void free_leave (GumInvocationContext * ic) { leave (ic); }
-
-/* mmap(addr, length, prot, flags, fd, offset): anonymous mappings the program asks for are
- * objects like heap blocks. */
-void mmap_enter (GumInvocationContext * ic) { enter (ic, ARG (1), ARG (3)); }
-void mmap_leave (GumInvocationContext * ic)
-{
-  CallData * d = leave (ic);
-  if (d->traced && RETURNED != (guint64) -1 && (d->second & 0x20 /* MAP_ANONYMOUS */))
-    add_heap (ic, RETURNED, d->first);
-}
-
-void munmap_enter (GumInvocationContext * ic)
-{
-  CallData * d = enter (ic, ARG (0), 0);
-  if (d->traced && from_program (ic))
-    tr_remove_object_at (d->first);
-}
-void munmap_leave (GumInvocationContext * ic) { leave (ic); }
