@@ -59,24 +59,39 @@ def test_traced_dag_is_the_analytic_one(compile_c, tmp_path, opt):
 
 
 def test_heat_stencil_dag(compile_c, tmp_path):
-    """2 x 2 blocks, 3 iterations: each block depends on itself and its 2 neighbours (not the
-    diagonal one) from the previous iteration, through the grid written then."""
+    """2 x 2 blocks, 3 iterations, the dependencies heat.c's header derives: a jacobi_block on
+    itself and its 2 neighbours (not the diagonal one) of the previous iteration, through the
+    grid written then; a residual_block on its own block's jacobi_block of this iteration and
+    of the previous one (old and new grid); main on every residual_block of the iteration."""
     exe = compile_c(EXAMPLES / "heat" / "heat.c")
     t = trace([str(exe), "16", "8", "3"], tmp_path / "t", progress=False)
     blocks = [x for x in t.tasks if not x.is_main]
-    assert [x.name for x in blocks] == ["jacobi_block"] * 12
+    assert [x.name for x in blocks] == (["jacobi_block"] * 4 + ["residual_block"] * 4) * 3
     number = {x.id: i for i, x in enumerate(blocks)}
     raw = {(number[d.src], number[d.dst]) for d in t.deps
            if d.kind == "RAW" and d.src in number and d.dst in number and d.object.startswith("heap:")}
+
+    def jacobi(it, b):
+        return 8 * it + b
+
+    def residual(it, b):
+        return 8 * it + 4 + b
+
     expected = set()
-    for it in range(1, 3):
+    for it in range(3):
         for b in range(4):
             bi, bj = divmod(b, 2)
-            for a in range(4):
-                ai, aj = divmod(a, 2)
-                if abs(ai - bi) + abs(aj - bj) <= 1:
-                    expected.add((4 * (it - 1) + a, 4 * it + b))
+            expected.add((jacobi(it, b), residual(it, b)))
+            if it:
+                expected.add((jacobi(it - 1, b), residual(it, b)))
+                expected |= {(jacobi(it - 1, a), jacobi(it, b)) for a in range(4)
+                             if abs(a // 2 - bi) + abs(a % 2 - bj) <= 1}
     assert raw == expected
+    # main's fragment after each iteration sums residual[], which the 4 residual_blocks wrote.
+    fragments = [x.id for x in t.tasks if x.is_main]
+    into_main = {(number[d.src], d.dst) for d in t.deps
+                 if d.kind == "RAW" and d.src in number and d.dst in fragments}
+    assert {s for s, _ in into_main} == {residual(it, b) for it in range(3) for b in range(4)}
 
 
 def test_static_library_gives_the_same_dag(compile_c, tmp_path):

@@ -1,22 +1,35 @@
-/* Tiled Cholesky factorisation (lower-triangular storage by tile columns), the classic OmpSs /
- * Tareador lab code: usage `cholesky NT TS` (NT x NT tiles of TS x TS doubles).
+/* Tiled Cholesky factorisation, the classic OmpSs / Tareador lab code.
+ * Usage: cholesky [NT [TS]]   (NT x NT tiles of TS x TS doubles; defaults 4 and 16)
  *
- * Each kernel call is one task; which tiles it reads (R) and writes (W):
- *   potrf(A[k][k])                       RW A[k][k]
- *   trsm(A[k][k], A[k][i])               R  A[k][k], RW A[k][i]
- *   gemm(A[k][i], A[k][j], A[j][i])      R  A[k][i], A[k][j], RW A[j][i]
- *   syrk(A[k][i], A[i][i])               R  A[k][i], RW A[i][i]
- * Here A[k][i] (i > k) holds the block L(i,k) of the factor. */
+ * Storage: A[k][i] with i >= k is the tile of matrix rows i*TS.., columns k*TS.. (the lower
+ * triangle, tile by tile; tiles with i < k are never used, so they are not allocated). Every
+ * tile is its own malloc'ed block, so the tracer sees one heap object per tile and names the
+ * dependencies after the tiles. Within a tile, element (r, c) is at [r * TS + c].
+ * On return A[k][i] holds the tile L(i, k) of the factor L (A = L L^T).
+ *
+ * One task per kernel call. Which tiles each kernel reads (R) and writes (W); every written
+ * tile is also read first (RW), so a kernel depends on that tile's previous writer too:
+ *   potrf(A[k][k])                    RW A[k][k]
+ *   trsm (A[k][k], A[k][i])           R  A[k][k]           RW A[k][i]
+ *   gemm (A[k][i], A[k][j], A[j][i])  R  A[k][i], A[k][j]  RW A[j][i]
+ *   syrk (A[k][i], A[i][i])           R  A[k][i]           RW A[i][i]
+ * tests/cholesky_dag.py derives the expected task graph from this table and the loop nest. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "tareador.h"
 
-static int TS;
+static int TS; /* tile side, set once before tareador_ON() */
 
-static double *alloc_tile(void) { return malloc(sizeof(double) * TS * TS); }
+/* Its own function so that every tile comes from a separate malloc() call. */
+static double *alloc_tile(void)
+{
+  double *t = malloc(sizeof(double) * TS * TS);
+  if (!t) { perror("malloc"); exit(2); }
+  return t;
+}
 
-/* Cholesky of one tile in place: a = L L^T, L stored in the lower triangle. */
+/* a := L with L L^T = a, L lower triangular (the strict upper triangle of a is left as is). */
 static void potrf(double *a)
 {
   for (int j = 0; j < TS; j++) {
@@ -29,7 +42,7 @@ static void potrf(double *a)
   }
 }
 
-/* b := b L^-T with L the factor in the diagonal tile. */
+/* b := b L^-T, with L the lower triangle of the factored diagonal tile l. */
 static void trsm(const double *l, double *b)
 {
   for (int r = 0; r < TS; r++)
@@ -40,7 +53,7 @@ static void trsm(const double *l, double *b)
     }
 }
 
-/* c := c - a b^T */
+/* c := c - a b^T (an off-diagonal tile of the trailing matrix). */
 static void gemm(const double *a, const double *b, double *c)
 {
   for (int i = 0; i < TS; i++)
@@ -51,7 +64,7 @@ static void gemm(const double *a, const double *b, double *c)
     }
 }
 
-/* c := c - a a^T (only the lower triangle is needed) */
+/* c := c - a a^T on the lower triangle only (a diagonal tile: potrf reads nothing else). */
 static void syrk(const double *a, double *c)
 {
   for (int i = 0; i < TS; i++)
@@ -62,55 +75,75 @@ static void syrk(const double *a, double *c)
     }
 }
 
-/* Symmetric positive definite: a[r][c] = 1/(1+|r-c|) + n on the diagonal. */
+/* The input matrix, element (r, c) of n x n: symmetric, and strictly diagonally dominant with
+ * a positive diagonal, hence positive definite. */
 static double spd(int r, int c, int n) { return 1.0 / (1 + abs(r - c)) + (r == c ? n : 0); }
+
+/* Element (r, c) of the factor L, read back from the tiles (zero above the diagonal, where the
+ * diagonal tiles still hold the input). */
+static double factor(double ***A, int r, int c)
+{
+  return c > r ? 0 : A[c / TS][r / TS][(r % TS) * TS + c % TS];
+}
 
 int main(int argc, char **argv)
 {
   int NT = argc > 1 ? atoi(argv[1]) : 4;
   TS = argc > 2 ? atoi(argv[2]) : 16;
+  if (NT < 1 || TS < 1) { fprintf(stderr, "usage: cholesky [NT [TS]]\n"); return 2; }
   int n = NT * TS;
-  if (NT < 1 || TS < 1) { fprintf(stderr, "usage: cholesky NT TS\n"); return 2; }
+
   double ***A = malloc(sizeof(double **) * NT);
   for (int k = 0; k < NT; k++) {
     A[k] = malloc(sizeof(double *) * NT);
     for (int i = 0; i < NT; i++) A[k][i] = i >= k ? alloc_tile() : NULL;
   }
-  /* Tile A[k][i] (i >= k) holds the matrix block of rows i*TS.., columns k*TS.. */
+  /* Initialised before tareador_ON(): these writes are not analysed. */
   for (int k = 0; k < NT; k++)
     for (int i = k; i < NT; i++)
       for (int r = 0; r < TS; r++)
         for (int c = 0; c < TS; c++) A[k][i][r * TS + c] = spd(i * TS + r, k * TS + c, n);
 
+  /* Task creation order, the right-looking nest of the OmpSs cholesky. */
   tareador_ON();
   for (int k = 0; k < NT; k++) {
-    tareador_start_task("potrf"); potrf(A[k][k]); tareador_end_task("potrf");
+    tareador_start_task("potrf");
+    potrf(A[k][k]);
+    tareador_end_task("potrf");
     for (int i = k + 1; i < NT; i++) {
-      tareador_start_task("trsm"); trsm(A[k][k], A[k][i]); tareador_end_task("trsm");
+      tareador_start_task("trsm");
+      trsm(A[k][k], A[k][i]);
+      tareador_end_task("trsm");
     }
     for (int i = k + 1; i < NT; i++) {
       for (int j = k + 1; j < i; j++) {
-        tareador_start_task("gemm"); gemm(A[k][i], A[k][j], A[j][i]); tareador_end_task("gemm");
+        tareador_start_task("gemm");
+        gemm(A[k][i], A[k][j], A[j][i]);
+        tareador_end_task("gemm");
       }
-      tareador_start_task("syrk"); syrk(A[k][i], A[i][i]); tareador_end_task("syrk");
+      tareador_start_task("syrk");
+      syrk(A[k][i], A[i][i]);
+      tareador_end_task("syrk");
     }
   }
   tareador_OFF();
 
-  /* Check: (L L^T)[r][c] against the original matrix, on the lower triangle. */
+  /* Residual check: max |(L L^T)(r, c) - A(r, c)| over the lower triangle, relative to the
+   * largest element of A (the diagonal, n + 1). Rounding grows about linearly with n. */
   double worst = 0;
   for (int r = 0; r < n; r++)
     for (int c = 0; c <= r; c++) {
       double s = 0;
-      for (int k = 0; k <= c; k++) {
-        double lr = A[k / TS][r / TS][(r % TS) * TS + k % TS], lc = A[k / TS][c / TS][(c % TS) * TS + k % TS];
-        if (r / TS == k / TS && k % TS > r % TS) lr = 0;
-        if (c / TS == k / TS && k % TS > c % TS) lc = 0;
-        s += lr * lc;
-      }
+      for (int k = 0; k <= c; k++) s += factor(A, r, k) * factor(A, c, k);
       worst = fmax(worst, fabs(s - spd(r, c, n)));
     }
-  int ok = worst < 1e-8 * n;
-  printf("cholesky NT=%d TS=%d check=%s\n", NT, TS, ok ? "ok" : "FAILED");
+  int ok = worst / (n + 1) < 1e-14 * n;
+  printf("cholesky NT=%d TS=%d residual=%.3e check=%s\n", NT, TS, worst / (n + 1), ok ? "ok" : "FAILED");
+
+  for (int k = 0; k < NT; k++) {
+    for (int i = k; i < NT; i++) free(A[k][i]);
+    free(A[k]);
+  }
+  free(A);
   return ok ? 0 : 1;
 }

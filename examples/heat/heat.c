@@ -1,39 +1,126 @@
-/* 2D heat diffusion (Jacobi) with blocked tasks: usage `heat N BS ITERS`.
- * Each iteration one task per BS x BS block computes the new grid block from the old grid
- * (5-point stencil, so it reads the halo of its neighbour blocks); then main swaps the grids.
- * Expected DAG: block (i,j) of iteration t depends on blocks (i,j), (i±1,j), (i,j±1) of t-1. */
+/* 2D heat diffusion by Jacobi iterations, with blocked tasks.
+ * Usage: heat [N [BS [ITERS]]]   (N x N grid, BS x BS blocks, BS divides N; defaults 64 16 2)
+ *
+ * The grid's boundary is held fixed (a hot top edge, the rest cold); each iteration computes
+ * every interior cell of the new grid as the mean of its 4 neighbours in the old grid.
+ * The NB x NB blocks (NB = N / BS) are numbered b = bi * NB + bj. Per iteration, in this order:
+ *   jacobi_block(b)    for every b: R old, block b plus a 1-cell halo from the 4 neighbour
+ *                      blocks (not the diagonal ones);  W new, block b
+ *   residual_block(b)  for every b: R new and old, block b;  W residual[b]
+ *   then main sums residual[] and swaps the two grids (untasked, so it belongs to main).
+ * Expected RAW dependencies (through the grids): jacobi_block(b) of iteration t on the
+ * jacobi_block of b and of its 4 neighbours in iteration t-1; residual_block(b) of iteration t
+ * on jacobi_block(b) of iterations t and t-1; main on every residual_block. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "tareador.h"
 
-static void jacobi_block(const double *old, double *new, int n, int bi, int bj, int bs)
+static double *alloc_grid(int n)
 {
-  for (int i = bi * bs; i < (bi + 1) * bs; i++)
-    for (int j = bj * bs; j < (bj + 1) * bs; j++) {
-      if (i == 0 || j == 0 || i == n - 1 || j == n - 1) { new[i * n + j] = old[i * n + j]; continue; }
-      new[i * n + j] = 0.25 * (old[(i - 1) * n + j] + old[(i + 1) * n + j] + old[i * n + j - 1] + old[i * n + j + 1]);
+  double *g = malloc(sizeof(double) * n * n);
+  if (!g) { perror("malloc"); exit(2); }
+  return g;
+}
+
+/* Hot top edge, everything else 0. Both grids start alike so the boundary, which no
+ * iteration changes, is right in whichever grid is the new one. */
+static void init_grid(double *g, int n)
+{
+  for (int i = 0; i < n * n; i++) g[i] = i < n ? 100.0 : 0.0;
+}
+
+/* new := one Jacobi step of old, on the cells of the rectangle [i0, i1) x [j0, j1). */
+static void jacobi(const double *old, double *new, int n, int i0, int i1, int j0, int j1)
+{
+  for (int i = i0; i < i1; i++)
+    for (int j = j0; j < j1; j++)
+      new[i * n + j] = i == 0 || j == 0 || i == n - 1 || j == n - 1
+        ? old[i * n + j]
+        : 0.25 * (old[(i - 1) * n + j] + old[(i + 1) * n + j] + old[i * n + j - 1] + old[i * n + j + 1]);
+}
+
+/* Sum of the squared changes over the rectangle [i0, i1) x [j0, j1). */
+static double change(const double *old, const double *new, int n, int i0, int i1, int j0, int j1)
+{
+  double s = 0;
+  for (int i = i0; i < i1; i++)
+    for (int j = j0; j < j1; j++) {
+      double d = new[i * n + j] - old[i * n + j];
+      s += d * d;
     }
+  return s;
+}
+
+/* The task bodies: the kernels above on block (bi, bj). */
+static void jacobi_block(const double *old, double *new, int n, int bs, int bi, int bj)
+{
+  jacobi(old, new, n, bi * bs, (bi + 1) * bs, bj * bs, (bj + 1) * bs);
+}
+
+static void residual_block(const double *old, const double *new, int n, int bs, int bi, int bj, double *residual)
+{
+  *residual = change(old, new, n, bi * bs, (bi + 1) * bs, bj * bs, (bj + 1) * bs);
 }
 
 int main(int argc, char **argv)
 {
-  int n = argc > 1 ? atoi(argv[1]) : 32, bs = argc > 2 ? atoi(argv[2]) : 16, iters = argc > 3 ? atoi(argv[3]) : 2;
-  if (n < 1 || bs < 1 || n % bs) { fprintf(stderr, "usage: heat N BS ITERS (BS divides N)\n"); return 2; }
-  double *old = calloc((size_t) n * n, sizeof(double)), *new = calloc((size_t) n * n, sizeof(double));
-  for (int j = 0; j < n; j++) old[j] = new[j] = 100.0;  /* hot top edge */
+  int n = argc > 1 ? atoi(argv[1]) : 64;
+  int bs = argc > 2 ? atoi(argv[2]) : 16;
+  int iters = argc > 3 ? atoi(argv[3]) : 2;
+  if (n < 1 || bs < 1 || n % bs || iters < 0) {
+    fprintf(stderr, "usage: heat [N [BS [ITERS]]]  (BS divides N)\n");
+    return 2;
+  }
+  int nb = n / bs;
+
+  double *old = alloc_grid(n), *new = alloc_grid(n);
+  double *residual = malloc(sizeof(double) * nb * nb);
+  if (!residual) { perror("malloc"); return 2; }
+  init_grid(old, n);
+  init_grid(new, n);
+
+  double total = 0; /* the last iteration's residual */
   tareador_ON();
   for (int t = 0; t < iters; t++) {
-    for (int bi = 0; bi < n / bs; bi++)
-      for (int bj = 0; bj < n / bs; bj++) {
+    for (int bi = 0; bi < nb; bi++)
+      for (int bj = 0; bj < nb; bj++) {
         tareador_start_task("jacobi_block");
-        jacobi_block(old, new, n, bi, bj, bs);
+        jacobi_block(old, new, n, bs, bi, bj);
         tareador_end_task("jacobi_block");
       }
+    for (int bi = 0; bi < nb; bi++)
+      for (int bj = 0; bj < nb; bj++) {
+        tareador_start_task("residual_block");
+        residual_block(old, new, n, bs, bi, bj, &residual[bi * nb + bj]);
+        tareador_end_task("residual_block");
+      }
+    total = 0;
+    for (int b = 0; b < nb * nb; b++) total += residual[b];
     double *swap = old; old = new; new = swap;
   }
   tareador_OFF();
-  double sum = 0;
-  for (int i = 0; i < n * n; i++) sum += old[i];
-  printf("heat N=%d BS=%d ITERS=%d sum=%.6f\n", n, bs, iters, sum);
-  return 0;
+
+  /* Check against the same iterations done on the whole grid at once: every cell is computed
+   * by the same expression, so the grids must match exactly; the residual is summed in another
+   * order, so it matches up to rounding. */
+  double *ref_old = alloc_grid(n), *ref_new = alloc_grid(n);
+  init_grid(ref_old, n);
+  init_grid(ref_new, n);
+  double ref_total = 0;
+  for (int t = 0; t < iters; t++) {
+    jacobi(ref_old, ref_new, n, 0, n, 0, n);
+    ref_total = change(ref_old, ref_new, n, 0, n, 0, n);
+    double *swap = ref_old; ref_old = ref_new; ref_new = swap;
+  }
+  double gap = total - ref_total;
+  int ok = memcmp(old, ref_old, sizeof(double) * n * n) == 0 && gap * gap <= 1e-24 * ref_total * ref_total;
+  printf("heat N=%d BS=%d ITERS=%d residual=%.6e check=%s\n", n, bs, iters, total, ok ? "ok" : "FAILED");
+
+  free(old);
+  free(new);
+  free(residual);
+  free(ref_old);
+  free(ref_new);
+  return ok ? 0 : 1;
 }
