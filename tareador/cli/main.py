@@ -13,7 +13,7 @@ import sys
 
 from tareador import __version__
 
-SUBCOMMANDS = ["config", "trace", "graph"]
+SUBCOMMANDS = ["config", "trace", "graph", "simulate", "replay"]
 
 
 class UserError(Exception):

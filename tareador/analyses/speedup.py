@@ -1,0 +1,75 @@
+"""Speedup, efficiency and utilisation over core counts: the numbers of a strong-scaling study.
+
+The reference is the simulated authentic (sequential) run: every instruction on one core with
+no runtime overhead, i.e. T1. Times are seconds of the simulated machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tareador.replay.dag import Dag, Schedule, bottom_levels, durations, simulate, successors
+from tareador.replay.machine import Machine
+
+
+@dataclass
+class Study:
+    t1: float  # seconds of the sequential run
+    tinf: float  # critical path without runtime overhead
+    schedules: list[Schedule]
+    rate: float  # instructions per second
+    overhead: int
+
+    @property
+    def parallelism(self) -> float:
+        return self.t1 / self.tinf if self.tinf else 1.0
+
+    def rows(self) -> list[dict]:
+        rows = []
+        for s in self.schedules:
+            time = s.makespan / self.rate
+            speedup = self.t1 / time if time else 1.0
+            row = {"cores": s.label, "time": time, "speedup": speedup,
+                   "efficiency": None if s.cores is None else speedup / s.cores}
+            if s.cores is None:
+                row["cores_used"] = s.cores_used
+            else:
+                row["cores"] = s.cores
+                row["utilisation"] = [round(u, 4) for u in utilisation(s).tolist()]
+            rows.append(row)
+        return rows
+
+    def as_json(self) -> dict:
+        return {"t1": self.t1, "tinf": self.tinf, "parallelism": self.parallelism, "overhead": self.overhead,
+                "instructions_per_second": self.rate, "results": self.rows()}
+
+
+def study(dag: Dag, cores: list[int | None], policy: str, machine: Machine, overhead: int | None = None,
+          progress=None) -> Study:
+    """Simulate every core count (None = unbounded); adjacency and priorities are computed once."""
+    overhead = machine.task_overhead if overhead is None else overhead
+    adjacency = successors(dag)
+    levels = bottom_levels(dag, dag.weight, adjacency)
+    cp_levels = levels if overhead == 0 else bottom_levels(dag, durations(dag, overhead), adjacency)
+    schedules = [simulate(dag, c, policy, overhead, progress, adjacency, cp_levels) for c in cores]
+    return Study(t1=dag.t1 / machine.rate, tinf=max(levels, default=0) / machine.rate, schedules=schedules,
+                 rate=machine.rate, overhead=overhead)
+
+
+def utilisation(schedule: Schedule) -> np.ndarray:
+    """Busy fraction of each core over the makespan."""
+    busy = np.bincount(schedule.core, weights=schedule.finish - schedule.start, minlength=schedule.cores_used)
+    return busy / schedule.makespan if schedule.makespan else np.zeros(len(busy))
+
+
+def parallelism_profile(schedule: Schedule) -> tuple[np.ndarray, np.ndarray]:
+    """(times, running): from times[k] until times[k+1], running[k] instances run at once."""
+    busy = schedule.finish > schedule.start
+    times = np.concatenate([schedule.start[busy], schedule.finish[busy]])
+    delta = np.concatenate([np.ones(busy.sum(), np.int64), -np.ones(busy.sum(), np.int64)])
+    order = np.argsort(times, kind="stable")
+    times, running = times[order], np.cumsum(delta[order])
+    last = np.concatenate([times[1:] != times[:-1], [True]])  # the level after all changes at a time
+    return times[last], running[last]

@@ -1,0 +1,52 @@
+"""``tareador replay trace.dim``: simulate a Dimemas trace on a machine, as Dimemas would."""
+
+from __future__ import annotations
+
+import json
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "replay", help="replay a Dimemas trace (.dim) on a machine",
+        description="Simulate a Dimemas trace (MPI ranks and/or threads, e.g. the ompss.dim of "
+                    "'tareador simulate --dim') on a machine given as TOML or as a Dimemas .cfg.")
+    p.add_argument("trace", metavar="TRACE.dim")
+    p.add_argument("--machine", required=True, metavar="FILE", help="machine TOML or Dimemas .cfg")
+    p.add_argument("--json", action="store_true", help="print makespan and end times as one JSON object")
+    p.add_argument("--prv", metavar="OUT.prv", help="also write a Paraver trace of the replay")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from tareador.cli.main import UserError
+    from tareador.cli.simulate import load_machine_arg, progress_bar
+    from tareador.formats.dimemas import DimError, read_dim
+    from tareador.formats.paraver import write_paraver
+    from tareador.replay.engine import replay
+    from tareador.replay.machine import MachineError
+
+    machine = load_machine_arg(args.machine)
+    try:
+        trace = read_dim(args.trace)
+        result = replay(trace, machine, record=bool(args.prv), progress=progress_bar(len(trace.thread_start) - 1,
+                                                                                      "replaying"))
+    except (DimError, MachineError) as e:
+        raise UserError(str(e)) from None
+    if args.prv:
+        write_paraver(result.paraver, args.prv)
+    if args.json:
+        ends = result.thread_end.tolist()
+        bounds = [0]
+        for n in result.threads:
+            bounds.append(bounds[-1] + n)
+        print(json.dumps({"makespan": result.makespan,
+                          "tasks": [{"task": t, "end": end, "threads": ends[bounds[t]:bounds[t + 1]]}
+                                    for t, end in enumerate(result.task_end)]}))
+    else:
+        print(f"makespan {result.makespan:.9f} s ({len(result.threads)} tasks, {sum(result.threads)} threads)")
+        if len(result.threads) <= 64:
+            for t, end in enumerate(result.task_end):
+                print(f"task {t:>4} ends at {end:.9f} s")
+        if args.prv:
+            print(f"wrote {args.prv}")
+    return 0

@@ -1,0 +1,142 @@
+"""``tareador simulate DIR``: how fast would the taskified program run on 1..N cores?"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "simulate", help="simulate the task-parallel run on several core counts",
+        description="Schedule the task instances of a trace directory on P cores (greedy list scheduling) and "
+                    "report time, speedup over the sequential run and efficiency for each P.")
+    p.add_argument("trace_dir", metavar="DIR", help="trace directory written by 'tareador trace'")
+    p.add_argument("--cores", default="1,2,4,8,16,inf", type=_core_list,
+                   help="comma-separated core counts, 'inf' = unbounded (default %(default)s)")
+    p.add_argument("--policy", choices=["cp", "fifo"], default="cp",
+                   help="ready tasks run longest-remaining-path first (cp) or in creation order (fifo)")
+    p.add_argument("--overhead", type=int, metavar="INSTR",
+                   help="runtime cost of each task instance in instructions (default: the machine's)")
+    p.add_argument("--machine", metavar="FILE", help="machine TOML or Dimemas .cfg (instructions per second, "
+                   "relative speed, task overhead)")
+    p.add_argument("--prv", action="store_true", help="write a Paraver trace of each simulation")
+    p.add_argument("--chrome", action="store_true", help="write a Chrome/Perfetto JSON of each simulation")
+    p.add_argument("--plot", action="store_true", help="write speedup.png, profile.png and gantt.png")
+    p.add_argument("--dim", action="store_true", help="write ompss.dim and authentic.dim for 'tareador replay'")
+    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    p.add_argument("-o", "--output", metavar="OUTDIR", help="where files go (default DIR)")
+    p.set_defaults(func=run)
+
+
+def _core_list(text: str) -> list[int | None]:
+    import argparse
+
+    out = []
+    for part in text.split(","):
+        part = part.strip().lower()
+        if part in ("inf", "infinite", "unbounded"):
+            out.append(None)
+        elif part.isdigit() and int(part) > 0:
+            out.append(int(part))
+        else:
+            raise argparse.ArgumentTypeError(f"{part!r} is not a core count (a positive integer or inf)")
+    return out
+
+
+def progress_bar(total: int, what: str):
+    """A tqdm update callback when a person watches stderr, else None."""
+    if not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=what, unit=" tasks", leave=False, file=sys.stderr).update
+
+
+def load_machine_arg(path: str | None):
+    from tareador.cli.main import UserError
+    from tareador.replay.machine import Machine, MachineError, load_machine
+
+    try:
+        return load_machine(path) if path else Machine()
+    except MachineError as e:
+        raise UserError(str(e)) from None
+
+
+def run(args) -> int:
+    from tareador.analyses.speedup import study
+    from tareador.cli.main import UserError
+    from tareador.replay.dag import load_dag
+
+    if args.overhead is not None and args.overhead < 0:
+        raise UserError("--overhead must be >= 0 instructions")
+    machine = load_machine_arg(args.machine)
+    try:
+        dag = load_dag(args.trace_dir)
+        if not dag.n:
+            raise UserError(f"{args.trace_dir} has no task instances to simulate")
+        out = Path(args.output or args.trace_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        tick = progress_bar(dag.n * len(args.cores), "simulating")
+        result = study(dag, args.cores, args.policy, machine, args.overhead, tick)
+    except ValueError as e:
+        raise UserError(f"{args.trace_dir}: {e}") from None
+    written = _write_outputs(args, out, dag, result, machine)
+    if args.json:
+        print(json.dumps(result.as_json()))
+    else:
+        print(format_study(result, args.policy))
+        for path in written:
+            print(f"wrote {path}")
+    return 0
+
+
+def format_study(result, policy: str) -> str:
+    lines = [f"T1 (sequential run) {result.t1:.6g} s", f"T-inf (critical path) {result.tinf:.6g} s",
+             f"parallelism        {result.parallelism:.2f}",
+             f"policy {policy}, runtime overhead {result.overhead} instructions per task",
+             f"{'cores':>6} {'time (s)':>12} {'speedup':>8} {'efficiency':>10}  utilisation per core"]
+    for row in result.rows():
+        eff = "" if row["efficiency"] is None else f"{row['efficiency']:.3f}"
+        util = row.get("utilisation")
+        util = f"{min(util):.2f}..{max(util):.2f}" if util else f"{row['cores_used']} cores busy at most"
+        lines.append(f"{row['cores']:>6} {row['time']:>12.6g} {row['speedup']:>8.2f} {eff:>10}  {util}")
+    return "\n".join(lines)
+
+
+def _write_outputs(args, out: Path, dag, result, machine) -> list[Path]:
+    import numpy as np
+
+    from tareador.formats.chrome import write_chrome
+    from tareador.formats.paraver import schedule_run, write_paraver
+    from tareador.replay.dag import write_dim_traces
+
+    written: list[Path] = []
+    for s in result.schedules:
+        if args.prv:
+            ns = 1e9 / result.rate
+            run = schedule_run(dag.names, np.rint(s.start * ns).astype(np.int64), np.rint(s.finish * ns).astype(np.int64),
+                               s.core.astype(np.int64), s.cores_used, dag.dep_src, dag.dep_dst, dag.dep_bytes)
+            written += write_paraver(run, out / f"simulation-{s.label}.prv")
+        if args.chrome:
+            us = 1e6 / result.rate
+            written.append(write_chrome(out / f"simulation-{s.label}.json", f"{s.label} cores, {s.policy}", dag.names,
+                                        dag.ids, s.start * us, (s.finish - s.start) * us, s.core, dag.dep_src,
+                                        dag.dep_dst))
+    if args.plot:
+        from tareador.render.plots import plot_gantt, plot_profile, plot_speedup
+
+        written.append(plot_speedup(result, out / "speedup.png"))
+        unbounded = [s for s in result.schedules if s.cores is None]
+        finite = [s for s in result.schedules if s.cores is not None]
+        written.append(plot_profile((unbounded or finite)[-1], result.rate, out / "profile.png"))
+        gantt = plot_gantt(max(finite or unbounded, key=lambda s: s.cores_used), dag.names, result.rate,
+                           out / "gantt.png")
+        if gantt is None:
+            print(f"tareador: no Gantt chart: {dag.n} task instances are too many bars", file=sys.stderr)
+        else:
+            written.append(gantt)
+    if args.dim:
+        written += write_dim_traces(dag, out, machine.instructions_per_second, result.overhead)
+    return written

@@ -1,0 +1,476 @@
+"""Dimemas traces (.dim): Tareador's two traces out, any MPI/thread trace in.
+
+``authentic.dim`` is the sequential run (one thread); ``ompss.dim`` is the potential parallel
+run, one thread per task instance with dependencies as messages (see formats.md). The reader
+turns hundreds of megabytes into numpy columns with bulk byte operations instead of a Python
+object per line; only malformed input falls back to slow paths, to name the line at fault.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tareador.formats.paraver import DEP_TAG, PRIORITY_EVENT, TASK_EVENT, task_type_values
+
+BURST, SEND, RECV, EVENT, NOOP = 1, 2, 3, 20, 0
+SYNC_RENDEZVOUS, SYNC_IMMEDIATE = 1, 2
+OFFSET_DIGITS = 15  # the header's trailer offset is zero-padded so it can be written last
+_HEADER = re.compile(rb'#DIMEMAS:"([^"]*)":(\d+)(?:,(\d+))?:(\d+)\(([\d,\s]*)\),(\d+)')
+
+
+class DimError(Exception):
+    """A .dim file that cannot be replayed; the message is ``file:line: what is wrong``."""
+
+
+# ----------------------------------------------------------------------------------- writing
+
+def write_dim(path: str | Path, name: str, threads: list[int], blocks: Iterable[str]) -> Path:
+    """Write a trace from the text of each thread's records, threads in (task, thread) order.
+
+    The header's trailer offset is fixed-width, so the body streams out and the header is
+    patched at the end; the ``s:`` lines record where each thread's first record starts.
+    """
+    path = Path(path)
+    total = sum(threads)
+    offsets = []
+    with path.open("w", encoding="ascii", newline="\n") as f:
+        header = _header_line(name, 0, threads)
+        f.write(header)
+        pos = len(header)
+        for text in blocks:
+            offsets.append(pos)
+            f.write(text)
+            pos += len(text)
+        if len(offsets) != total:
+            raise ValueError(f"{len(offsets)} thread blocks for {total} threads")
+        k = 0
+        for task, n in enumerate(threads):
+            f.write(f"s:{task}:" + ":".join(map(str, offsets[k:k + n])) + "\n")
+            k += n
+        f.seek(0)
+        f.write(_header_line(name, pos, threads))
+    return path
+
+
+def _header_line(name: str, trailer: int, threads: list[int]) -> str:
+    return (f'#DIMEMAS:"{name}":1,{trailer:0{OFFSET_DIGITS}d}:{len(threads)}('
+            + ",".join(map(str, threads)) + "),0\n")
+
+
+def _csr(keys: np.ndarray, values: np.ndarray, n: int) -> tuple[list[int], list[int]]:
+    order = np.argsort(keys, kind="stable")
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(keys, minlength=n), out=offsets[1:])
+    return offsets.tolist(), values[order].tolist()
+
+
+def ompss_blocks(names: list[str], instructions: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                 priority: list[int], instructions_per_second: float) -> Iterator[str]:
+    """One thread per task instance: wait for each predecessor, run, notify each successor.
+
+    Every thread starts with an empty burst (Dimemas needs one), then its scheduling priority
+    (event 6999, for SS_MPI_CP: the remaining critical path) and its task type (event 7003).
+    """
+    n = len(names)
+    soff, succ = _csr(src, dst, n)
+    poff, pred = _csr(dst, src, n)
+    values = task_type_values(names)
+    tvalue = [values[name] for name in names]
+    work = instructions.tolist()
+    for i in range(n):
+        recvs = "".join([f"3:0:{i}:0:{p}:1:{DEP_TAG}:0:0\n" for p in pred[poff[i]:poff[i + 1]]])
+        sends = "".join([f"2:0:{i}:0:{s}:1:{DEP_TAG}:0:{SYNC_IMMEDIATE}\n" for s in succ[soff[i]:soff[i + 1]]])
+        yield (f"1:0:{i}:0.000000000\n20:0:{i}:{PRIORITY_EVENT}:{max(priority[i], 1)}\n"
+               f"20:0:{i}:{TASK_EVENT}:{tvalue[i]}\n{recvs}1:0:{i}:{work[i] / instructions_per_second:.9f}\n"
+               f"20:0:{i}:{TASK_EVENT}:0\n{sends}")
+
+
+def write_ompss(path: str | Path, names: list[str], instructions: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                priority: list[int], instructions_per_second: float = 1e9) -> Path:
+    """Tareador's potential parallel run: instances 0..n-1, precedence edges src[k] -> dst[k]."""
+    blocks = ompss_blocks(names, instructions, src, dst, priority, instructions_per_second)
+    return write_dim(path, "ompss", [len(names)], blocks)
+
+
+def write_authentic(path: str | Path, names: list[str], instructions: np.ndarray, order: np.ndarray,
+                    instructions_per_second: float = 1e9) -> Path:
+    """The sequential run: one thread, each instance's burst in ``order`` (the order they started).
+
+    A nested instance's burst follows its parent's whole burst: instruction counts exclude
+    children, so the total (and the simulated time) is exact, the interleaving is not.
+    """
+    values = task_type_values(names)
+    work = instructions.tolist()
+    text = "1:0:0:0.000000000\n" + "".join(
+        f"20:0:0:{TASK_EVENT}:{values[names[i]]}\n1:0:0:{work[i] / instructions_per_second:.9f}\n"
+        f"20:0:0:{TASK_EVENT}:0\n" for i in order.tolist())
+    return write_dim(path, "authentic", [1], [text])
+
+
+# ----------------------------------------------------------------------------------- reading
+
+@dataclass
+class DimTrace:
+    """Records as columns, grouped by thread (``thread_start`` indexes the first of each).
+
+    ``gthread`` numbers threads across tasks in (task, thread) order. Per op the integer columns
+    mean: send/recv ``a`` = partner task, ``b`` = partner thread (-1: any thread of the task,
+    i.e. an MPI message), ``mode`` = send sync bits / receive type; event ``a`` = type,
+    ``b`` = value. ``secs`` holds burst durations.
+    """
+
+    name: str
+    threads: list[int]
+    op: np.ndarray
+    gthread: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    size: np.ndarray
+    tag: np.ndarray
+    comm: np.ndarray
+    mode: np.ndarray
+    secs: np.ndarray
+    thread_start: np.ndarray
+    path: str = "<dim>"
+    first_line: int = 2  # line of record 0 in the file
+    file_order: np.ndarray | None = None  # when records had to be regrouped by thread
+
+    @property
+    def task_base(self) -> np.ndarray:
+        """Global index of each task's thread 0."""
+        return np.concatenate([[0], np.cumsum(self.threads)[:-1]]).astype(np.int64)
+
+    def thread_name(self, g: int) -> tuple[int, int]:
+        task = int(np.searchsorted(np.cumsum(self.threads), g, side="right"))
+        return task, g - int(self.task_base[task])
+
+    def line(self, record: int) -> int:
+        """Line of the file a record came from, for messages that point at it."""
+        return self.first_line + int(record if self.file_order is None else self.file_order[record])
+
+
+# Small chunks keep every temporary array below glibc's mmap threshold, so chunks reuse the
+# same memory instead of faulting in fresh pages (which costs more than the parsing).
+CHUNK = 4 << 20
+COLUMNS = {"op": np.int8, "gthread": np.int32, "a": np.int32, "b": np.int64, "size": np.int64,
+           "tag": np.int32, "comm": np.int32, "mode": np.int8, "secs": np.float64}
+
+
+def recycle_freed_memory() -> None:
+    """Ask glibc to reuse freed blocks up to 64 MiB instead of unmapping them.
+
+    Parsing allocates and frees the same temporaries chunk after chunk; on VMs where a page
+    fault costs microseconds, faulting them in again costs more than the parsing itself.
+    Without glibc this does nothing.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 64 << 20)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):
+        pass
+
+
+def read_dim(path: str | Path) -> DimTrace:
+    path = Path(path)
+    recycle_freed_memory()
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise DimError(f"cannot read {path}: {e.strerror}") from None
+    first_nl = data.find(b"\n")
+    m = _HEADER.match(data, 0, first_nl if first_nl >= 0 else len(data))
+    if not m:
+        raise DimError(f"{path}:1: not a Dimemas trace header (expected #DIMEMAS:\"name\":1,offset:tasks(threads),comms)")
+    name = m.group(1).decode(errors="replace")
+    threads = [int(x) for x in m.group(5).split(b",") if x.strip()]
+    if len(threads) != int(m.group(4)) or min(threads, default=1) < 1:
+        raise DimError(f"{path}:1: the header declares {m.group(4).decode()} tasks but lists threads {threads}")
+    trailer = int(m.group(3)) if m.group(3) else 0
+    if trailer > len(data):
+        raise DimError(f"{path}: truncated: the header puts the s: trailer at byte {trailer} but the file has "
+                       f"{len(data)} bytes")
+    if trailer and not data.startswith(b"s:", trailer):
+        raise DimError(f"{path}: the header puts the s: trailer at byte {trailer}, which is not an s: line "
+                       "(file edited or truncated?)")
+    body_start = first_nl + 1
+    body_end = trailer or _find_trailer(data, body_start)
+    if body_end > body_start and data[body_end - 1:body_end] != b"\n":
+        raise DimError(f"{path}: truncated: the last record before the trailer has no end of line")
+    first_line = 2
+    while data.startswith(b"d:", body_start):  # communicator definitions precede the records
+        body_start = data.index(b"\n", body_start) + 1
+        first_line += 1
+    base = np.concatenate([[0], np.cumsum(threads)]).astype(np.int64)
+    nrec = data.count(b"\n", body_start, body_end)
+    cols = {k: np.zeros(nrec, t) for k, t in COLUMNS.items()}
+    first_pos = np.full(int(base[-1]), -1, np.int64)
+    row = 0
+    words = byte_words(data)
+    for pos, stop in line_chunks(data, body_start, body_end):
+        row += _parse_chunk(data, words, pos, stop, row, first_line, base, cols, first_pos, path)
+    trace = _group_by_thread(name, threads, cols, first_line, path)
+    _check_trailer(data, body_end, trace, first_pos, path)
+    return trace
+
+
+def line_chunks(data: bytes, start: int, stop: int) -> Iterator[tuple[int, int]]:
+    """Consecutive ranges of whole lines of about CHUNK bytes covering data[start:stop]."""
+    while start < stop:
+        end = min(stop, start + CHUNK)
+        if end < stop:
+            end = data.rindex(b"\n", start, end) + 1
+        yield start, end
+        start = end
+
+
+def _find_trailer(data: bytes, start: int) -> int:
+    at = data.find(b"\ns:", start - 1)
+    return len(data) if at < 0 else at + 1
+
+
+_ASCII_ZEROS = np.uint64(0x3030303030303030)
+# _KEEP[n]: the top n bytes of a little-endian word, where an n-digit number ending there sits.
+_KEEP = np.array([((1 << 64) - 1) << (8 * (8 - n)) & ((1 << 64) - 1) for n in range(9)], np.uint64)
+MAX_DIGITS = 16
+
+
+def _swar8(words: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Value of the last n (0..8) ASCII digits of each 8-byte word: 8 digits per few integer ops."""
+    keep = _KEEP[n]
+    w = ((words & keep) | (_ASCII_ZEROS & ~keep)) - _ASCII_ZEROS
+    w = (w * np.uint64(10) + (w >> np.uint64(8))) & np.uint64(0x00FF00FF00FF00FF)
+    w = (w * np.uint64(100) + (w >> np.uint64(16))) & np.uint64(0x0000FFFF0000FFFF)
+    return ((w * np.uint64(10000) + (w >> np.uint64(32))) & np.uint64(0xFFFFFFFF)).astype(np.int64)
+
+
+def _digits(words: np.ndarray, ends: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Decimal value of the digit runs data[end-length:end] (0..16 digits); ``words[i]`` is the
+    little-endian 8-byte word at data[i], so no per-digit gather is needed."""
+    low = np.minimum(lengths, 8)
+    value = _swar8(words[ends - 8], low)
+    high = np.flatnonzero(lengths > 8)
+    if len(high):
+        value[high] += _swar8(words[ends[high] - 16], lengths[high] - 8) * 10 ** 8
+    return value
+
+
+def byte_words(data: bytes) -> np.ndarray:
+    """data[i:i+8] as a little-endian integer for every i: what the digit parser reads."""
+    return np.ndarray((max(len(data) - 7, 0),), "<u8", buffer=data, strides=(1,))
+
+
+@dataclass
+class Fields:
+    """Lines of ``sep``-delimited fields split in bulk; integer fields already have their value.
+
+    Token arrays are indexed by token; ``first_tok``/``ntok`` by line. A token is an integer
+    when it is 1..16 digits with an optional leading '-'; ``odd``/``odd_tok`` list the other
+    non-digit characters (and their token) for callers that accept more (decimals, names).
+    """
+
+    arr: np.ndarray
+    offset: int  # of arr[0] in data
+    starts: np.ndarray
+    ends: np.ndarray
+    first_tok: np.ndarray
+    ntok: np.ndarray
+    is_int: np.ndarray
+    value: np.ndarray
+    odd: np.ndarray
+    odd_tok: np.ndarray
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return self.ends - self.starts
+
+    def line_text(self, line: int) -> str:
+        a = self.starts[self.first_tok[line]]
+        b = self.ends[self.first_tok[line] + self.ntok[line] - 1]
+        return bytes(self.arr[a:b]).decode(errors="replace")
+
+    def token_of_line(self, token: int) -> int:
+        return int(np.searchsorted(self.first_tok, token, side="right")) - 1
+
+
+def split_fields(data: bytes, words: np.ndarray, start: int, stop: int, sep: int) -> Fields:
+    """Split whole lines data[start:stop] (ending with a newline) without a Python object per field."""
+    arr = np.frombuffer(data, np.uint8, stop - start, start)
+    nondigit = np.flatnonzero((arr < 48) | (arr > 57))
+    char = arr[nondigit]
+    is_sep = (char == sep) | (char == 10)
+    ends = nondigit[is_sep]
+    starts = np.empty_like(ends)
+    starts[:1] = 0
+    starts[1:] = ends[:-1] + 1
+    lengths = ends - starts
+    last_tok = np.flatnonzero(char[is_sep] == 10)
+    first_tok = np.empty(len(last_tok), np.int64)
+    first_tok[:1] = 0
+    first_tok[1:] = last_tok[:-1] + 1
+    odd = nondigit[~is_sep]
+    odd_tok = np.searchsorted(ends, odd)
+    tok, first_odd, nodd = np.unique(odd_tok, return_index=True, return_counts=True)
+    minus = (arr[odd[first_odd]] == 45) & (odd[first_odd] == starts[tok])
+    neg = np.zeros(len(ends), bool)
+    neg[tok[minus]] = True
+    is_int = (lengths > 0) & (lengths <= MAX_DIGITS)
+    is_int[tok] = minus & (nodd == 1) & (lengths[tok] > 1) & (lengths[tok] <= MAX_DIGITS + 1)
+    neg &= is_int
+    value = np.zeros(len(ends), np.int64)
+    sel = np.flatnonzero(is_int)
+    value[sel] = _digits(words, start + ends[sel], lengths[sel] - neg[sel])
+    value[neg] *= -1
+    return Fields(arr=arr, offset=start, starts=starts, ends=ends, first_tok=first_tok,
+                  ntok=last_tok - first_tok + 1, is_int=is_int, value=value, odd=odd, odd_tok=odd_tok)
+
+
+def _parse_chunk(data: bytes, words: np.ndarray, start: int, stop: int, row: int, first_line: int,
+                 base: np.ndarray, cols: dict, first_pos: np.ndarray, path) -> int:
+    """Parse whole lines data[start:stop] into cols[row:]; returns the number of lines."""
+    f = split_fields(data, words, start, stop, 58)
+    arr, starts, ends, lengths, first_tok, ntok = f.arr, f.starts, f.ends, f.lengths, f.first_tok, f.ntok
+    is_int, value, odd = f.is_int, f.value, f.odd
+    nlines = len(first_tok)
+
+    def fail(line_index: int, why: str):
+        raise DimError(f"{path}:{first_line + row + line_index}: {why}: {f.line_text(line_index)[:80]!r}")
+
+    last = len(ends) - 1
+    op = np.where(is_int[first_tok], value[first_tok], -1)
+    ids_ok = (ntok >= 3) & is_int[np.minimum(first_tok + 1, last)] & is_int[np.minimum(first_tok + 2, last)]
+    shape_ok = ((op == BURST) & (ntok == 4)) | (((op == SEND) | (op == RECV)) & ((ntok == 8) | (ntok == 9))) \
+        | ((op == EVENT) & (ntok == 5)) | ((op == NOOP) & (ntok == 3))
+    problems = np.flatnonzero(~(ids_ok & shape_ok))
+    if len(problems):
+        i = int(problems[0])
+        known = {BURST: 4, SEND: "8 or 9", RECV: "8 or 9", EVENT: 5, NOOP: 3}
+        o = int(op[i])
+        if o == 10:
+            fail(i, "collective operations (record 10) are not supported")
+        if o not in known or ntok[i] < 3:
+            fail(i, "not a record (op:task:thread:...) of a supported kind (0, 1, 2, 3, 20)")
+        fail(i, f"a record of kind {o} has {known[o]} fields, this one {int(ntok[i])}")
+    task, thread = value[first_tok + 1], value[first_tok + 2]
+    bad_id = (task < 0) | (task >= len(base) - 1)
+    bad_id |= (thread < 0) | (thread >= np.diff(base)[np.clip(task, 0, len(base) - 2)])
+    if bad_id.any():
+        fail(int(np.flatnonzero(bad_id)[0]), "task or thread id beyond those the header declares")
+
+    # Every field but the burst duration must be an integer.
+    burst_rows = np.flatnonzero(op == BURST)
+    burst_tok = first_tok[burst_rows] + 3
+    not_int = ~is_int
+    not_int[burst_tok] = False
+    if not_int.any():
+        fail(f.token_of_line(int(np.flatnonzero(not_int)[0])), "a field is not an integer")
+    # Bursts written 'I.F' (the usual form) are parsed as exact integers, see _burst_seconds.
+    dot_at = np.full(len(ends), -1, np.int64)
+    tok, first_odd, nodd = np.unique(f.odd_tok, return_index=True, return_counts=True)
+    one_dot = (nodd == 1) & (arr[odd[first_odd]] == 46)
+    dot_at[tok[one_dot]] = odd[first_odd[one_dot]]
+    secs = _burst_seconds(arr, words, start, starts[burst_tok], lengths[burst_tok], is_int[burst_tok],
+                          value[burst_tok], dot_at[burst_tok])
+    wrong = np.flatnonzero(np.isnan(secs) | (secs < 0))
+    if len(wrong):
+        fail(int(burst_rows[wrong[0]]), "the CPU burst duration is not a number of seconds >= 0")
+
+    out = {k: c[row:row + nlines] for k, c in cols.items()}
+    g = base[task] + thread
+    out["op"][:], out["gthread"][:] = op, g
+    out["secs"][burst_rows] = secs
+    for n, thread_aware in ((9, True), (8, False)):
+        rows = np.flatnonzero(((op == SEND) | (op == RECV)) & (ntok == n))
+        f = first_tok[rows] + 3
+        out["a"][rows] = value[f]
+        out["b"][rows] = value[f + 1] if thread_aware else -1
+        f = f + thread_aware
+        out["size"][rows], out["tag"][rows] = value[f + 1], value[f + 2]
+        out["comm"][rows], out["mode"][rows] = value[f + 3], value[f + 4]
+    rows = np.flatnonzero(op == EVENT)
+    out["a"][rows], out["b"][rows] = value[first_tok[rows] + 3], value[first_tok[rows] + 4]
+    # Where each thread's records begin in the file, to check the s: trailer against.
+    change = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]]))[::-1]
+    unseen = first_pos[g[change]] < 0
+    first_pos[g[change[unseen]]] = start + starts[first_tok[change[unseen]]]
+    return nlines
+
+
+def _burst_seconds(arr, words, offset, starts, lengths, is_int, ints, dot) -> np.ndarray:
+    """Seconds of burst fields; 'I.F' is exact as (I*10^k+F)/10^k, the rest goes through float().
+
+    One correctly rounded division of two exact integers gives what strtod gives. ``dot`` is
+    the position of the token's only non-digit, a '.', or -1.
+    """
+    secs = np.full(len(starts), np.nan)
+    secs[is_int] = ints[is_int]
+    ilen, flen = dot - starts, starts + lengths - dot - 1
+    fast = np.flatnonzero((dot >= 0) & (ilen + flen <= 15))
+    num = _digits(words, offset + dot[fast], ilen[fast]) * 10 ** flen[fast] \
+        + _digits(words, offset + starts[fast] + lengths[fast], flen[fast])
+    secs[fast] = num / 10.0 ** flen[fast]
+    for i in np.flatnonzero(np.isnan(secs)).tolist():
+        try:
+            secs[i] = float(bytes(arr[starts[i]:starts[i] + lengths[i]]))
+        except ValueError:
+            pass
+    return secs
+
+
+def _group_by_thread(name: str, threads: list[int], cols: dict, first_line: int, path) -> DimTrace:
+    """Check partner ids, regroup records by thread if the file interleaves them."""
+    counts = np.array(threads, np.int64)
+    op = cols["op"]
+    order = None
+
+    def fail_if(mask: np.ndarray, why: str):
+        if mask.any():
+            i = int(np.flatnonzero(mask)[0])
+            raise DimError(f"{path}:{first_line + int(i if order is None else order[i])}: {why}")
+
+    comm_op = (op == SEND) | (op == RECV)
+    a, b, mode = cols["a"], cols["b"], cols["mode"]
+    fail_if(comm_op & ((a < 0) | (a >= len(threads))), "partner task outside the trace")
+    fail_if(comm_op & ((b < -1) | (b >= counts[np.clip(a, 0, len(threads) - 1)])), "partner thread outside its task")
+    fail_if(comm_op & ((mode < 0) | (mode > 3)), "send sync / receive type must be 0..3")
+    fail_if(comm_op & (cols["size"] < 0), "negative message size")
+    g = cols["gthread"]
+    if len(g) and (g[1:] < g[:-1]).any():
+        order = np.argsort(g, kind="stable")
+        cols = {k: v[order] for k, v in cols.items()}
+        g = cols["gthread"]
+    return DimTrace(name=name, threads=threads, **cols, thread_start=np.searchsorted(g, np.arange(int(counts.sum()) + 1)),
+                    path=str(path), first_line=first_line, file_order=order)
+
+
+def _check_trailer(data: bytes, at: int, trace: DimTrace, first_pos: np.ndarray, path) -> None:
+    """The s: lines must give each thread's first record, or Dimemas reads the wrong records."""
+    lines = data[at:].split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    if not lines:
+        return
+    if len(lines) != len(trace.threads):
+        raise DimError(f"{path}: the s: trailer has {len(lines)} lines for {len(trace.threads)} tasks (truncated?)")
+    base = trace.task_base
+    for task, line in enumerate(lines):
+        fields = line.split(b":")
+        try:
+            offsets = np.array(fields[2:], np.int64)
+            ok = fields[0] == b"s" and int(fields[1]) == task and len(offsets) == trace.threads[task]
+        except ValueError:
+            ok = False
+        if not ok:
+            raise DimError(f"{path}: the s: trailer line for task {task} is malformed: {line[:60]!r}")
+        expected = first_pos[base[task]:base[task] + len(offsets)]
+        wrong = np.flatnonzero((expected >= 0) & (offsets != expected))
+        if len(wrong):
+            h = int(wrong[0])
+            raise DimError(f"{path}: the s: trailer puts task {task} thread {h} at byte {offsets[h]}, but its "
+                           f"first record is at byte {expected[h]}")

@@ -1,0 +1,158 @@
+"""Paraver traces (.prv, .pcf, .row) that wxparaver and paramedir open.
+
+Both replays end here: a simulated task-parallel run (one Paraver thread per core) and a
+replayed Dimemas trace (one Paraver thread per Dimemas thread). Records are gathered as numpy
+columns and sorted by time once, because Paraver expects a time-ordered body.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+TASK_EVENT = 7003  # Tareador's "running task" event: value = task type, 0 = none
+PRIORITY_EVENT = 6999  # Dimemas' scheduling priority (SS_MPI_CP): 1/value, 0 = top priority
+DEP_TAG = 8002  # tag of the messages that carry task dependencies
+RUNNING, WAITING_MESSAGE, WAITING_CPU = 1, 3, 5
+STATES = {0: ("Idle", (117, 195, 255)), RUNNING: ("Running", (0, 0, 255)),
+          WAITING_MESSAGE: ("Waiting a message", (255, 0, 0)), WAITING_CPU: ("Waiting a CPU", (255, 150, 0))}
+
+
+def task_type_values(names) -> dict[str, int]:
+    """Event value of each task type: main first, then the others alphabetically (0 = no task)."""
+    kinds = sorted(set(names) - {"main"})
+    if "main" in set(names):
+        kinds.insert(0, "main")
+    return {name: i + 1 for i, name in enumerate(kinds)}
+
+
+@dataclass
+class ParaverRun:
+    """Everything a .prv needs; ``threads`` lists (task, thread) -> node, all 0-based.
+
+    Times are nanoseconds (int64). ``states``: thread index, cpu (1-based, 0 = none), begin, end,
+    state. ``events``: thread, cpu, time, type, value. ``comms``: sender thread/cpu, logical and
+    physical send, receiver thread/cpu, logical and physical receive, size, tag.
+    """
+
+    end_time: int
+    cpus_per_node: list[int]
+    threads: list[tuple[int, int, int]]
+    states: dict[str, np.ndarray] = field(default_factory=dict)
+    events: dict[str, np.ndarray] = field(default_factory=dict)
+    comms: dict[str, np.ndarray] = field(default_factory=dict)
+    event_labels: dict[int, tuple[str, dict[int, str]]] = field(default_factory=dict)
+    thread_labels: list[str] | None = None
+
+
+def _header(run: ParaverRun) -> str:
+    tasks: dict[int, list[int]] = {}
+    for task, _thread, node in run.threads:
+        tasks.setdefault(task, []).append(node)
+    apps = ",".join(f"{len(nodes)}:{nodes[0] + 1}" for _t, nodes in sorted(tasks.items()))
+    cpus = ",".join(str(c) for c in run.cpus_per_node)
+    stamp = time.strftime("%d/%m/%y at %H:%M")
+    return f"#Paraver ({stamp}):{run.end_time}_ns:{len(run.cpus_per_node)}({cpus}):1:{len(tasks)}({apps}),0\n"
+
+
+def _columns(run: ParaverRun):
+    """(sort time, line kind, text columns) of every record, ready for one lexsort."""
+    ids = np.array([(t + 1, h + 1) for t, h, _n in run.threads], np.int64).reshape(-1, 2)
+    out = []
+    s = run.states
+    if len(s.get("thread", ())):
+        th = ids[s["thread"]]
+        cols = [np.full(len(th), 1), s["cpu"], np.ones(len(th), np.int64), th[:, 0], th[:, 1], s["begin"], s["end"],
+                s["state"]]
+        out.append((s["begin"], 1, cols))
+    e = run.events
+    if len(e.get("thread", ())):
+        th = ids[e["thread"]]
+        cols = [np.full(len(th), 2), e["cpu"], np.ones(len(th), np.int64), th[:, 0], th[:, 1], e["time"], e["type"],
+                e["value"]]
+        out.append((e["time"], 2, cols))
+    c = run.comms
+    if len(c.get("thread", ())):
+        th, rth = ids[c["thread"]], ids[c["rthread"]]
+        one = np.ones(len(th), np.int64)
+        cols = [np.full(len(th), 3), c["cpu"], one, th[:, 0], th[:, 1], c["lsend"], c["psend"], c["rcpu"], one,
+                rth[:, 0], rth[:, 1], c["lrecv"], c["precv"], c["size"], c["tag"]]
+        out.append((c["lsend"], 3, cols))
+    return out
+
+
+def write_paraver(run: ParaverRun, prv: str | Path) -> list[Path]:
+    """Write prv, pcf and row side by side; returns the three paths."""
+    prv = Path(prv)
+    with prv.open("w") as f:
+        f.write(_header(run))
+        parts = _columns(run)
+        if parts:
+            when = np.concatenate([p[0] for p in parts])
+            kind = np.concatenate([np.full(len(p[0]), p[1]) for p in parts])
+            order = np.lexsort((kind, when))
+            lines = []
+            for _w, k, cols in parts:
+                rows = np.column_stack([np.asarray(col, np.int64) for col in cols]).tolist()
+                lines.extend(":".join(map(str, r)) for r in rows)
+            f.writelines(lines[i] + "\n" for i in order.tolist())
+    pcf, row = prv.with_suffix(".pcf"), prv.with_suffix(".row")
+    pcf.write_text(_pcf(run))
+    row.write_text(_row(run))
+    return [prv, pcf, row]
+
+
+def _pcf(run: ParaverRun) -> str:
+    out = ["DEFAULT_OPTIONS", "", "LEVEL               THREAD", "UNITS               NANOSEC", "LOOK_BACK           100",
+           "SPEED               1", "FLAG_ICONS          ENABLED", "NUM_OF_STATE_COLORS 1000", "YMAX_SCALE          37",
+           "", "", "STATES"]
+    out += [f"{i:<4}{label}" for i, (label, _c) in STATES.items()]
+    out += ["", "", "STATES_COLOR"]
+    out += [f"{i:<4}{{{r},{g},{b}}}" for i, (_l, (r, g, b)) in STATES.items()]
+    for etype, (label, values) in sorted(run.event_labels.items()):
+        out += ["", "", "EVENT_TYPE", f"0    {etype}    {label}"]
+        if values:
+            out.append("VALUES")
+            out += [f"{v:<6}{name}" for v, name in sorted(values.items())]
+    return "\n".join(out) + "\n"
+
+
+def _row(run: ParaverRun) -> str:
+    ncpus = sum(run.cpus_per_node)
+    out = [f"LEVEL CPU SIZE {ncpus}"]
+    for node, n in enumerate(run.cpus_per_node):
+        out += [f"{node + 1}.{c + 1}" for c in range(n)]
+    out += ["", f"LEVEL NODE SIZE {len(run.cpus_per_node)}"]
+    out += [f"node{n + 1}" for n in range(len(run.cpus_per_node))]
+    labels = run.thread_labels or [f"THREAD 1.{t + 1}.{h + 1}" for t, h, _n in run.threads]
+    out += ["", f"LEVEL THREAD SIZE {len(labels)}", *labels]
+    return "\n".join(out) + "\n"
+
+
+def task_event_labels(values: dict[str, int]) -> dict[int, tuple[str, dict[int, str]]]:
+    return {TASK_EVENT: ("Running task", {0: "End", **{v: name for name, v in values.items()}})}
+
+
+def schedule_run(names: list[str], start_ns: np.ndarray, end_ns: np.ndarray, core: np.ndarray, ncores: int,
+                 dep_src: np.ndarray, dep_dst: np.ndarray, dep_bytes: np.ndarray) -> ParaverRun:
+    """A simulated task-parallel run: one Paraver thread per core, task instances as running
+    states framed by task-type events, each RAW dependency as a communication."""
+    values = task_type_values(names)
+    kind = np.array([values[n] for n in names], np.int64)
+    run = start_ns < end_ns
+    n = len(names)
+    zero = np.zeros(len(dep_src), np.int64)
+    return ParaverRun(
+        end_time=int(end_ns.max(initial=0)), cpus_per_node=[ncores], threads=[(0, c, 0) for c in range(ncores)],
+        states={"thread": core[run], "cpu": core[run] + 1, "begin": start_ns[run], "end": end_ns[run],
+                "state": np.full(int(run.sum()), RUNNING)},
+        events={"thread": np.concatenate([core, core]), "cpu": np.concatenate([core, core]) + 1,
+                "time": np.concatenate([start_ns, end_ns]), "type": np.full(2 * n, TASK_EVENT),
+                "value": np.concatenate([kind, np.zeros(n, np.int64)])},
+        comms={"thread": core[dep_src], "cpu": core[dep_src] + 1, "lsend": end_ns[dep_src], "psend": end_ns[dep_src],
+               "rthread": core[dep_dst], "rcpu": core[dep_dst] + 1, "lrecv": start_ns[dep_dst],
+               "precv": start_ns[dep_dst], "size": dep_bytes, "tag": zero + DEP_TAG},
+        event_labels=task_event_labels(values), thread_labels=[f"CORE {c + 1}" for c in range(ncores)])

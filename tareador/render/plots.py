@@ -1,0 +1,77 @@
+"""PNG plots of simulated runs: speedup curve, parallelism profile, Gantt chart by core.
+
+Figures are built with matplotlib's object API on the Agg canvas, so nothing depends on a
+display or on pyplot's global state.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from tareador.analyses.speedup import Study, parallelism_profile
+from tareador.replay.dag import Schedule
+
+GANTT_LIMIT = 100_000  # beyond this many bars a Gantt chart is unreadable and slow to draw
+
+
+def _save(fig: Figure, path: str | Path) -> Path:
+    FigureCanvasAgg(fig)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    return Path(path)
+
+
+def plot_speedup(study: Study, path: str | Path) -> Path:
+    finite = [(s.cores, s.makespan) for s in study.schedules if s.cores is not None]
+    fig = Figure(figsize=(6, 4))
+    ax = fig.add_subplot()
+    if finite:
+        cores = np.array([c for c, _ in finite])
+        speedup = study.t1 / (np.array([m for _, m in finite]) / study.rate)
+        ax.plot(cores, speedup, "o-", label="simulated")
+        ax.plot(cores, cores, ":", color="grey", label="ideal")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(cores, [str(c) for c in cores])
+    ax.axhline(study.parallelism, color="tab:red", ls="--", label=f"parallelism T1/T∞ = {study.parallelism:.2f}")
+    ax.set_xlabel("cores")
+    ax.set_ylabel("speedup over the sequential run")
+    ax.legend()
+    return _save(fig, path)
+
+
+def plot_profile(schedule: Schedule, rate: float, path: str | Path) -> Path:
+    times, running = parallelism_profile(schedule)
+    fig = Figure(figsize=(8, 3))
+    ax = fig.add_subplot()
+    ax.step(times / rate, running, where="post")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("running tasks")
+    ax.set_title(f"parallelism profile, {schedule.label} cores, {schedule.policy}")
+    return _save(fig, path)
+
+
+def plot_gantt(schedule: Schedule, names: list[str], rate: float, path: str | Path) -> Path | None:
+    """One row per core, one bar per instance coloured by task type; None when too many bars."""
+    if len(names) > GANTT_LIMIT:
+        return None
+    kinds = sorted(set(names))
+    colours = {k: f"C{i % 10}" for i, k in enumerate(kinds)}
+    fig = Figure(figsize=(10, max(2.5, 0.3 * schedule.cores_used + 1)))
+    ax = fig.add_subplot()
+    start, width = schedule.start / rate, (schedule.finish - schedule.start) / rate
+    for c in range(schedule.cores_used):
+        on = np.flatnonzero(schedule.core == c)
+        ax.broken_barh(list(zip(start[on], width[on])), (c - 0.4, 0.8),
+                       facecolors=[colours[names[i]] for i in on.tolist()], edgecolor="black", linewidth=0.2)
+    for k in kinds:
+        ax.bar(0, 0, color=colours[k], label=k)
+    ax.set_yticks(range(schedule.cores_used), [f"core {c + 1}" for c in range(schedule.cores_used)])
+    ax.invert_yaxis()
+    ax.set_xlabel("time (s)")
+    ax.set_title(f"{schedule.label} cores, {schedule.policy}")
+    ax.legend(loc="upper right", fontsize="small")
+    return _save(fig, path)

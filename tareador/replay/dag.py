@@ -1,0 +1,277 @@
+"""List scheduling of a task trace on P cores (or unboundedly many), in exact integer instructions.
+
+The trace becomes flat arrays once (``Dag``); each simulation is then one event loop over ints
+and heapq, so millions of instances simulate in seconds. Precedence is exactly that of
+``metrics.schedule_edges`` (main's fragments in order, creation edges, RAW dependencies),
+built with array operations because the per-object version takes minutes at that scale.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tareador.formats.dimemas import (byte_words, line_chunks, recycle_freed_memory, split_fields,
+                                      write_authentic, write_ompss)
+from tareador.taskgraph.model import MAIN, RAW, TaskTrace
+from tareador.taskgraph.store import load
+
+POLICIES = ("cp", "fifo")
+
+
+@dataclass
+class Dag:
+    """Task instances as indices 0..n-1 in creation order, edges as index arrays."""
+
+    ids: np.ndarray  # instance id of each index
+    counter: np.ndarray  # instruction counter when each instance started (the sequential order)
+    names: list[str]
+    is_main: np.ndarray  # bool
+    weight: np.ndarray  # int64 instructions
+    src: np.ndarray  # int64 schedule edges
+    dst: np.ndarray
+    dep_src: np.ndarray  # RAW data dependencies (a subset of the edges), for drawing communications
+    dep_dst: np.ndarray
+    dep_bytes: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return len(self.weight)
+
+    @property
+    def t1(self) -> int:
+        return int(self.weight.sum())
+
+
+def dag_from_trace(trace: TaskTrace) -> Dag:
+    tasks, deps = trace.tasks, trace.deps
+
+    def column(rows, attr: str, kind=np.int64) -> np.ndarray:
+        return np.fromiter((getattr(r, attr) for r in rows), kind, len(rows))
+
+    return _build(column(tasks, "id"), [t.name for t in tasks], column(tasks, "parent"), column(tasks, "start"),
+                  column(tasks, "instructions"), column(deps, "src"), column(deps, "dst"),
+                  np.fromiter((d.kind == RAW for d in deps), bool, len(deps)), column(deps, "bytes"))
+
+
+def _build(ids, names, parent, counter, instructions, dep_src, dep_dst, raw, dep_bytes) -> Dag:
+    """The precedence of ``schedule_edges`` (model.py), built with array operations."""
+    n = len(ids)
+    order = np.argsort(ids, kind="stable")
+
+    def index(x: np.ndarray) -> np.ndarray:
+        if not len(x):
+            return x
+        at = np.searchsorted(ids[order], x).clip(max=max(n - 1, 0))
+        if n == 0 or (ids[order][at] != x).any():
+            raise ValueError("a dependency names a task instance id that is not in tasks.csv")
+        return order[at]
+
+    is_main = np.fromiter((name == MAIN for name in names), bool, n)
+    mains = np.flatnonzero(is_main)
+    has_parent = np.flatnonzero(np.isin(parent, ids))
+    creator = index(parent[has_parent])
+    created = is_main[creator]
+    data = raw & (dep_src != dep_dst)
+    dsrc, ddst = index(dep_src[data]), index(dep_dst[data])
+    src = np.concatenate([mains[:-1], creator[created], dsrc])
+    dst = np.concatenate([mains[1:], has_parent[created], ddst])
+    edges = np.sort(src * n + dst)  # np.unique's hash path is several times slower at this size
+    edges = edges[np.concatenate([np.ones(min(len(edges), 1), bool), edges[1:] != edges[:-1]])]
+    pairs, inverse = np.unique(dsrc * n + ddst, return_inverse=True)
+    return Dag(ids=ids, counter=counter, names=names, is_main=is_main, weight=instructions,
+               src=edges // n, dst=edges % n, dep_src=pairs // n, dep_dst=pairs % n,
+               dep_bytes=np.bincount(inverse, weights=dep_bytes[data], minlength=len(pairs)).astype(np.int64))
+
+
+def load_dag(directory: str | Path) -> Dag:
+    """A trace directory straight into arrays: millions of rows in seconds.
+
+    Anything unusual (quoted CSV fields, a bad row, a missing file) goes through
+    ``store.load`` instead, which accepts every valid directory and names what is wrong.
+    """
+    d = Path(directory)
+    recycle_freed_memory()
+    try:
+        tasks = _read_csv(d / "tasks.csv", "id,name,parent,start,end,instructions", (0, 2, 3, 4, 5), 1)
+        deps = _read_csv(d / "deps.csv", "src,dst,kind,object,bytes", (0, 1, 4), 2)
+        raw = _dependency_kinds(*deps[1])
+    except (OSError, ValueError):
+        return dag_from_trace(load(d))
+    (ids, parent, start, _end, instructions), (data, a, b) = tasks
+    pieces = [data[i:j] for i, j in zip(a.tolist(), b.tolist())]
+    text = {p: p.decode() for p in set(pieces)}
+    (src, dst, size), _kinds = deps
+    return _build(ids, [text[p] for p in pieces], parent, start, instructions, src, dst, raw, size)
+
+
+def _dependency_kinds(data: bytes, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """RAW mask of the kind column; ValueError unless every kind is RAW, WAR or WAW."""
+    arr = np.frombuffer(data, np.uint8)
+    if not (b - a == 3).all():
+        raise ValueError("kind")
+    c0, c1, c2 = arr[a], arr[a + 1], arr[a + 2]
+    raw = (c0 == ord("R")) & (c1 == ord("A")) & (c2 == ord("W"))
+    war_waw = (c0 == ord("W")) & (c1 == ord("A")) & ((c2 == ord("R")) | (c2 == ord("W")))
+    if not (raw | war_waw).all():
+        raise ValueError("kind")
+    return raw
+
+
+def _read_csv(path: Path, header: str, int_columns: tuple[int, ...], text_column: int):
+    """Integer columns and (data, start, end) of one text column of an unquoted CSV; ValueError
+    for anything else."""
+    data = path.read_bytes()
+    first = data.find(b"\n") + 1
+    if data[:first].decode().strip() != header or b'"' in data or not data.endswith(b"\n"):
+        raise ValueError(path)
+    words = byte_words(data)
+    ncols = header.count(",") + 1
+    ints: list[list[np.ndarray]] = [[] for _ in int_columns]
+    text_start, text_end = [], []
+    for a, b in line_chunks(data, first, len(data)):
+        f = split_fields(data, words, a, b, ord(","))
+        if (f.ntok != ncols).any():
+            raise ValueError(path)
+        tok = f.first_tok[:, None] + np.array(int_columns)
+        if not f.is_int[tok].all():
+            raise ValueError(path)
+        for k in range(len(int_columns)):
+            ints[k].append(f.value[tok[:, k]])
+        text_start.append(a + f.starts[f.first_tok + text_column])
+        text_end.append(a + f.ends[f.first_tok + text_column])
+    return [_join(c) for c in ints], (data, _join(text_start), _join(text_end))
+
+
+def _join(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+@dataclass
+class Schedule:
+    """One simulated run; times in instructions (seconds = instructions / Machine.rate)."""
+
+    cores: int | None  # None: unbounded
+    policy: str
+    start: np.ndarray
+    finish: np.ndarray
+    core: np.ndarray  # 0-based core of each instance
+    makespan: int
+
+    @property
+    def cores_used(self) -> int:
+        return int(self.core.max()) + 1 if len(self.core) else 0
+
+    @property
+    def label(self) -> str:
+        return "inf" if self.cores is None else str(self.cores)
+
+
+def successors(dag: Dag) -> tuple[list[int], list[int]]:
+    """CSR adjacency as Python lists (indexing lists is what the event loops do fastest)."""
+    order = np.argsort(dag.src, kind="stable")
+    offsets = np.zeros(dag.n + 1, np.int64)
+    np.cumsum(np.bincount(dag.src, minlength=dag.n), out=offsets[1:])
+    return offsets.tolist(), dag.dst[order].tolist()
+
+
+def write_dim_traces(dag: Dag, directory, instructions_per_second: float, overhead: int = 0) -> list[Path]:
+    """ompss.dim and authentic.dim of the trace, for ``tareador replay`` or the real Dimemas."""
+    directory = Path(directory)
+    duration = durations(dag, overhead)
+    return [write_ompss(directory / "ompss.dim", dag.names, duration, dag.src, dag.dst,
+                        bottom_levels(dag, duration), instructions_per_second),
+            write_authentic(directory / "authentic.dim", dag.names, dag.weight, np.lexsort((dag.ids, dag.counter)),
+                            instructions_per_second)]
+
+
+def durations(dag: Dag, overhead: int) -> np.ndarray:
+    """Each task instance pays the runtime overhead; main's fragments are the program itself."""
+    return dag.weight + np.where(dag.is_main, 0, overhead)
+
+
+def bottom_levels(dag: Dag, duration: np.ndarray, adjacency=None) -> list[int]:
+    """Longest path from each instance to the end, its own duration included."""
+    offsets, succ = adjacency or successors(dag)
+    indegree = np.bincount(dag.dst, minlength=dag.n).tolist()
+    order = [i for i in range(dag.n) if indegree[i] == 0]
+    for i in order:  # Kahn: ``order`` grows while we walk it
+        for j in succ[offsets[i]:offsets[i + 1]]:
+            indegree[j] -= 1
+            if indegree[j] == 0:
+                order.append(j)
+    if len(order) != dag.n:
+        raise ValueError("dependency cycle between task instances: the trace is inconsistent")
+    level = duration.tolist()
+    for i in reversed(order):
+        below = succ[offsets[i]:offsets[i + 1]]
+        if below:
+            level[i] += max([level[j] for j in below])
+    return level
+
+
+def simulate(dag: Dag, cores: int | None, policy: str = "cp", overhead: int = 0, progress=None,
+             adjacency=None, levels: list[int] | None = None) -> Schedule:
+    """Greedy list scheduling: whenever a core is free it takes the best ready instance.
+
+    ``cp`` ranks ready instances by longest remaining path (bottom level), ``fifo`` by creation
+    order; ties go to creation order. With ``cores=None`` every instance starts as soon as its
+    predecessors end, so the makespan is exactly the critical path. ``adjacency`` and ``levels``
+    let a sweep over core counts compute them once.
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {POLICIES}, not {policy!r}")
+    n = dag.n
+    duration = durations(dag, overhead)
+    offsets, succ = adjacency or successors(dag)
+    if policy == "cp" and cores is not None:
+        levels = levels or bottom_levels(dag, duration, (offsets, succ))
+        top = max(levels, default=0) + 1
+        key = [(top - lv) * n + i for i, lv in enumerate(levels)]  # smaller = runs first
+    else:
+        key = list(range(n))
+    dur = duration.tolist()
+    indegree = np.bincount(dag.dst, minlength=n).tolist()
+    start = [0] * n
+    finish = [0] * n
+    core = [0] * n
+    ready = [key[i] for i in range(n) if indegree[i] == 0]
+    heapq.heapify(ready)
+    running: list[int] = []  # finish * n + index
+    free = list(range(cores)) if cores is not None else []
+    unbounded = cores is None
+    next_core = 0
+    now = 0
+    done = reported = 0
+    push, pop = heapq.heappush, heapq.heappop
+    while ready or running:
+        while ready and (free or unbounded):
+            i = pop(ready) % n
+            if free:
+                c = pop(free)
+            else:
+                c = next_core
+                next_core += 1
+            start[i] = now
+            finish[i] = f = now + dur[i]
+            core[i] = c
+            push(running, f * n + i)
+        now = running[0] // n
+        while running and running[0] // n == now:
+            i = pop(running) % n
+            push(free, core[i])
+            done += 1
+            for j in succ[offsets[i]:offsets[i + 1]]:
+                indegree[j] -= 1
+                if indegree[j] == 0:
+                    push(ready, key[j])
+        if progress is not None and done >= reported + 65536:
+            progress(done - reported)
+            reported = done
+    if done != n:
+        raise ValueError("dependency cycle between task instances: the trace is inconsistent")
+    return Schedule(cores=cores, policy=policy, start=np.array(start, np.int64), finish=np.array(finish, np.int64),
+                    core=np.array(core, np.int32), makespan=max(finish, default=0))

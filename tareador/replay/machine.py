@@ -1,0 +1,233 @@
+"""The simulated machine, from a readable TOML file or from a Dimemas configuration (.cfg).
+
+Units follow Dimemas so that one machine drives both replays identically: seconds, bandwidth in
+MB/s with MB = 2^20 bytes (0 = instantaneous), 0 buses or links = unlimited, and the relative
+CPU speed divides every burst. Traced instruction counts become seconds through
+``instructions_per_second`` (times the relative speed).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+POLICIES = ("fifo", "cp", "rr")
+# Dimemas scheduler names -> ours; SS_MPI_CP is the critical-path policy Tareador uses.
+DIMEMAS_POLICIES = {"FIFO": "fifo", "SS_MPI_CP": "cp", "RR": "rr"}
+MB = float(1 << 20)
+
+
+class MachineError(Exception):
+    """A machine file that cannot be used; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class Machine:
+    nodes: int = 1
+    cores_per_node: int = 1
+    relative_speed: float = 1.0
+    instructions_per_second: float = 1e9
+    task_overhead: int = 0  # instructions the runtime spends creating/scheduling each task instance
+    intra_latency: float = 0.0
+    intra_bandwidth: float = 0.0
+    intra_buses: int = 0
+    intra_in_links: int = 0
+    intra_out_links: int = 0
+    inter_latency: float = 0.0
+    inter_bandwidth: float = 0.0
+    buses: int = 0
+    in_links: int = 0
+    out_links: int = 0
+    tasks_per_node: int = 1  # Dimemas' predefined mapping; 0 fills each node's cores
+    policy: str = "fifo"
+    quantum: float = 0.0  # seconds, round robin only
+
+    @property
+    def rate(self) -> float:
+        """Instructions per simulated second."""
+        return self.instructions_per_second * self.relative_speed
+
+    def node_of_tasks(self, ntasks: int) -> list[int]:
+        per_node = self.tasks_per_node or self.cores_per_node
+        nodes = [t // per_node for t in range(ntasks)]
+        if nodes and nodes[-1] >= self.nodes:
+            raise MachineError(f"{ntasks} tasks at {per_node} per node need {nodes[-1] + 1} nodes; "
+                               f"the machine has {self.nodes}")
+        return nodes
+
+
+TOML_SECTIONS = {
+    "cpu": ("nodes", "cores_per_node", "relative_speed", "instructions_per_second", "task_overhead",
+            "tasks_per_node"),
+    "network": ("intra_latency", "intra_bandwidth", "intra_buses", "intra_in_links", "intra_out_links",
+                "inter_latency", "inter_bandwidth", "buses", "in_links", "out_links"),
+    "scheduler": ("policy", "quantum"),
+}
+
+
+def load_machine(path: str | Path) -> Machine:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise MachineError(f"cannot read machine file {path}: {e.strerror}") from None
+    if text.lstrip().startswith("#DIMEMAS_CONFIGURATION"):
+        return parse_cfg(text, path)
+    return parse_toml(text, path)
+
+
+def parse_toml(text: str, path: Path | str = "<toml>") -> Machine:
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise MachineError(f"{path}: not a TOML machine file ({e})") from None
+    values = {}
+    for section, table in doc.items():
+        if section not in TOML_SECTIONS or not isinstance(table, dict):
+            raise MachineError(f"{path}: unknown section [{section}]; expected {', '.join(TOML_SECTIONS)}")
+        for key, value in table.items():
+            if key not in TOML_SECTIONS[section]:
+                raise MachineError(f"{path}: unknown key {key!r} in [{section}]; "
+                                   f"expected one of {', '.join(TOML_SECTIONS[section])}")
+            values[key] = value
+    return _checked(values, path)
+
+
+def _checked(values: dict, path) -> Machine:
+    types = {f.name: f.type for f in fields(Machine)}
+    out = {}
+    for key, value in values.items():
+        if types[key] == "str":
+            value = str(value).lower()
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise MachineError(f"{path}: {key} must be a number, not {value!r}")
+        elif types[key] == "int":
+            if value != int(value):
+                raise MachineError(f"{path}: {key} must be a whole number, not {value!r}")
+            value = int(value)
+        if types[key] != "str" and (value < 0 or not math.isfinite(value)):
+            raise MachineError(f"{path}: {key} must be a finite number >= 0, not {value!r}")
+        out[key] = value
+    m = Machine(**out)
+    if m.nodes < 1 or m.cores_per_node < 1:
+        raise MachineError(f"{path}: nodes and cores_per_node must be at least 1")
+    if m.instructions_per_second <= 0 or m.relative_speed <= 0:
+        raise MachineError(f"{path}: instructions_per_second and relative_speed must be positive")
+    if m.policy not in POLICIES:
+        raise MachineError(f"{path}: policy {m.policy!r} is not one of {', '.join(POLICIES)}")
+    if m.policy == "rr" and m.quantum <= 0:
+        raise MachineError(f"{path}: the rr policy needs a quantum > 0 (seconds)")
+    return m
+
+
+# Dimemas configuration: one `"record name" {fields};;` per line, /* comments */ allowed.
+_RECORD = re.compile(r'^"([^"]+)"\s*\{(.*)\}\s*;?;?\s*$')
+_FIELD = re.compile(r'\s*("[^"]*"|\[\d+\]\s*\{[^}]*\}|[^,]*)\s*(?:,|$)')
+
+
+def _cfg_fields(body: str) -> list[str]:
+    out = [m.group(1) for m in _FIELD.finditer(body)]
+    return out[:-1] if out and out[-1] == "" else out
+
+
+def parse_cfg(text: str, path: Path | str = "<cfg>") -> Machine:
+    path = Path(path)
+    records = {}
+    body = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    for lineno, line in enumerate(body.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _RECORD.match(line)
+        if not m:
+            raise MachineError(f"{path}:{lineno}: not a Dimemas configuration record: {line[:60]!r}")
+        records.setdefault(m.group(1), []).append((lineno, _cfg_fields(m.group(2))))
+    values: dict = {}
+
+    def num(rec: str, lineno: int, items: list[str], i: int, kind=float):
+        try:
+            return kind(float(items[i]))
+        except (IndexError, ValueError):
+            raise MachineError(f"{path}:{lineno}: field {i + 1} of {rec!r} is not a number") from None
+
+    if "environment information" not in records:
+        raise MachineError(f'{path}: no "environment information" record; is this a Dimemas configuration?')
+    lineno, env = records["environment information"][0]
+    values["nodes"] = num("environment information", lineno, env, 3, int)
+    values["inter_bandwidth"] = num("environment information", lineno, env, 4)
+    values["buses"] = num("environment information", lineno, env, 5, int)
+    # "multi node information" starts with machine id and node count, "node information" with
+    # machine id and an architecture name: the per-node fields start at different positions.
+    node_records = [("multi node information", 3, r) for r in records.get("multi node information", [])]
+    node_records += [("node information", 2, r) for r in records.get("node information", [])]
+    if not node_records:
+        raise MachineError(f'{path}: no "multi node information" or "node information" record')
+    seen = set()
+    for rec, first, (lineno, items) in node_records:
+        names = ("cores_per_node", "relative_speed", "intra_latency", "intra_bandwidth", "intra_buses",
+                 "intra_in_links", "intra_out_links", "inter_latency", "in_links", "out_links")
+        kinds = (int, float, float, float, int, int, int, float, int, int)
+        node = tuple(num(rec, lineno, items, first + i, k) for i, k in enumerate(kinds))
+        seen.add(node)
+        values.update(zip(names, node))
+    if len(seen) > 1:
+        raise MachineError(f"{path}: nodes with different parameters are not supported")
+    for lineno, items in records.get("predefined mapping information", []):
+        values["tasks_per_node"] = _predefined_mapping(items[-1].strip('"'), path, lineno)
+    for lineno, items in records.get("configuration files", []):
+        sched = items[0].strip().strip('"') if items else ""
+        if sched:
+            values.update(_scheduler_file(path.parent / sched))
+    if values.get("relative_speed", 1.0) <= 0:
+        raise MachineError(f"{path}: relative speed {values['relative_speed']} (instantaneous or fixed-duration "
+                           "bursts) is not supported")
+    return _checked(values, path)
+
+
+def _predefined_mapping(text: str, path, lineno: int) -> int:
+    m = re.fullmatch(r"\s*(\d+)\s+TASKS_PER_NODE\s*", text)
+    if m:
+        return int(m.group(1))
+    if text.strip() == "FILL_NODES":
+        return 0
+    raise MachineError(f"{path}:{lineno}: predefined mapping {text!r} is not supported "
+                       "(use 'N TASKS_PER_NODE' or 'FILL_NODES')")
+
+
+def _scheduler_file(path: Path) -> dict:
+    """Dimemas scheduler definition: 'Policy: NAME' then 'Label (seconds): value' lines."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        raise MachineError(f"cannot read the scheduler file {path} named by the configuration: {e.strerror}") from None
+    m = re.match(r"\s*Policy:\s*(\S+)", lines[0] if lines else "")
+    if not m:
+        raise MachineError(f"{path}:1: expected 'Policy: NAME'")
+    if m.group(1) not in DIMEMAS_POLICIES:
+        raise MachineError(f"{path}:1: policy {m.group(1)} is not supported ({', '.join(DIMEMAS_POLICIES)})")
+    out: dict = {"policy": DIMEMAS_POLICIES[m.group(1)]}
+    for line in lines[1:]:
+        q = re.match(r"\s*Quantum \(seconds\):\s*(\S+)", line)
+        if q:
+            out["quantum"] = float(q.group(1))
+    return out
+
+
+def format_cfg(machine: Machine, scheduler_file: str = "") -> str:
+    """The same machine as a Dimemas configuration, to run the real Dimemas on our .dim files."""
+    m = machine
+    mapping = f"{m.tasks_per_node} TASKS_PER_NODE" if m.tasks_per_node else "FILL_NODES"
+    return (
+        "#DIMEMAS_CONFIGURATION\n"
+        '"wide area network information" {"", 1, 0, 4, 0.0, 0.0, 1};;\n'
+        f'"environment information" {{"", 0, "", {m.nodes}, {m.inter_bandwidth!r}, {m.buses}, 1}};;\n'
+        f'"multi node information" {{0, {m.nodes}, "", {m.cores_per_node}, {m.relative_speed!r}, '
+        f"{m.intra_latency!r}, {m.intra_bandwidth!r}, {m.intra_buses}, {m.intra_in_links}, "
+        f"{m.intra_out_links}, {m.inter_latency!r}, {m.in_links}, {m.out_links}, 0.0}};;\n"
+        f'"predefined mapping information" {{"{mapping}"}};;\n'
+        f'"configuration files" {{{scheduler_file}, "", "", ""}};;\n'
+        '"file system parameters" {0.0, 0.0, 8.0, 0, 1.0};;\n'
+    )

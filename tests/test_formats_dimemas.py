@@ -1,0 +1,75 @@
+"""Dimemas traces: round trip, header and trailer offsets, corrupt files named with their line."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from tareador.formats.dimemas import DimError, read_dim, write_dim
+from tareador.replay.dag import dag_from_trace, write_dim_traces
+from tests.test_replay_dag import make
+
+BLOCKS = ["1:0:0:1.5\n20:0:0:7003:2\n2:0:0:1:1048576:1:0:0\n2:0:0:1:0:8:9:0:3\n1:0:0:2.5e-3\n",
+          "1:1:0:0.0\n3:1:0:0:1048576:1:0:0\n3:1:0:0:0:8:9:0:1\n3:1:0:0:0:8:9:0:2\n1:1:0:12345678901.000000001\n"]
+
+
+def test_round_trip_all_record_kinds(tmp_path):
+    t = read_dim(write_dim(tmp_path / "x.dim", "x", [1, 1], BLOCKS))
+    assert t.name == "x" and t.threads == [1, 1]
+    assert t.op.tolist() == [1, 20, 2, 2, 1, 1, 3, 3, 3, 1]
+    assert t.gthread.tolist() == [0] * 5 + [1] * 5 and t.thread_start.tolist() == [0, 5, 10]
+    assert t.secs[[0, 4, 5, 9]].tolist() == [1.5, 2.5e-3, 0.0, 12345678901.000000001]
+    assert t.a.tolist()[:4] == [0, 7003, 1, 1] and t.b.tolist()[:4] == [0, 2, -1, 0]
+    assert t.size[2] == 1048576 and t.size[3] == 8 and t.tag[3] == 9 and t.comm[3] == 0 and t.mode[3] == 3
+    assert t.mode[6:9].tolist() == [0, 1, 2] and t.b[7] == 0
+
+
+def test_header_and_trailer_offsets(tmp_path):
+    trace = make([("main", -1, 5), ("a", 0, 10), ("b", 0, 20), ("main", -1, 1)], [(1, 3), (2, 3)])
+    write_dim_traces(dag_from_trace(trace), tmp_path, 1e9)
+    data = (tmp_path / "ompss.dim").read_bytes()
+    header = re.match(rb'#DIMEMAS:"ompss":1,(\d{15}):1\(4\),0\n', data)
+    assert header
+    trailer = int(header.group(1))
+    assert data[trailer:].startswith(b"s:0:") and data.endswith(b"\n")
+    offsets = [int(x) for x in data[trailer:].decode().strip().split(":")[2:]]
+    assert [data[o:].split(b":")[2] for o in offsets] == [b"0", b"1", b"2", b"3"]
+    assert all(data[o - 1:o] == b"\n" for o in offsets)
+    t = read_dim(tmp_path / "ompss.dim")
+    assert np.isclose(t.secs.sum(), 36e-9)
+    auth = read_dim(tmp_path / "authentic.dim")
+    assert auth.threads == [1] and np.isclose(auth.secs.sum(), 36e-9)
+
+
+def corrupt(tmp_path, edit) -> str:
+    path = write_dim(tmp_path / "c.dim", "c", [1, 1], BLOCKS)
+    path.write_bytes(edit(path.read_bytes()))
+    with pytest.raises(DimError) as e:
+        read_dim(path)
+    message = str(e.value)
+    assert "\n" not in message and message.startswith(str(path))
+    return message
+
+
+@pytest.mark.parametrize("edit,expected", [
+    (lambda d: d[:len(d) // 2], "truncated: the header puts the s: trailer at byte"),
+    (lambda d: d.replace(b"1:0:0:1.5", b"1:0:0:x.5"), r"c.dim:2: the CPU burst duration is not a number"),
+    (lambda d: d.replace(b"20:0:0:7003:2", b"20:0:0:7003:z"), r"c.dim:3: a field is not an integer"),
+    (lambda d: d.replace(b"20:0:0:7003:2", b"20:0:0:700302"), r"c.dim:3: a record of kind 20 has 5 fields, this one 4"),
+    (lambda d: d.replace(b"20:0:0:7003:2", b"10:0:0:7003:2"), r"c.dim:3: collective operations"),
+    (lambda d: d.replace(b"20:0:0:7003:2", b"77:0:0:7003:2"), r"c.dim:3: not a record"),
+    (lambda d: d.replace(b"1:1:0:0.0", b"1:5:0:0.0"), r"c.dim:7: task or thread id beyond"),
+    (lambda d: d.replace(b"3:1:0:0:0:8:9:0:1", b"3:1:0:0:7:8:9:0:1"), r"c.dim:9: partner thread outside"),
+    (lambda d: d.replace(b"#DIMEMAS", b"#DIMEMOS"), r"c.dim:1: not a Dimemas trace header"),
+    (lambda d: d.replace(b"s:1:", b"s:1:1"), "the s: trailer puts task 1 thread 0 at byte"),
+    (lambda d: d.replace(b":2(", b":3("), "the header declares 3 tasks"),
+])
+def test_corrupt_files_name_file_and_line(tmp_path, edit, expected):
+    assert re.search(expected, corrupt(tmp_path, edit))
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(DimError, match="cannot read"):
+        read_dim(tmp_path / "none.dim")

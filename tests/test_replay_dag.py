@@ -1,0 +1,188 @@
+"""Task-parallel simulation: hand-derivable makespans, policies, overhead, the fast loader."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from tareador.analyses.speedup import parallelism_profile, study, utilisation
+from tareador.replay.dag import dag_from_trace, load_dag, simulate
+from tareador.replay.machine import Machine
+from tareador.taskgraph.metrics import schedule_edges
+from tareador.taskgraph.model import DataObject, Dependency, TaskInstance, TaskTrace
+from tareador.taskgraph.store import save
+
+
+def make(rows: list[tuple[str, int, int]], raw: list[tuple[int, int]], war: list[tuple[int, int]] = ()) -> TaskTrace:
+    """rows: (name, parent id, instructions) in creation order; ids are row numbers."""
+    tasks, clock = [], 0
+    for i, (name, parent, n) in enumerate(rows):
+        tasks.append(TaskInstance(i, name, parent, clock, clock + n, n))
+        clock += n
+    deps = [Dependency(s, d, "RAW", "x", 8) for s, d in raw] + [Dependency(s, d, "WAR", "x", 8) for s, d in war]
+    return TaskTrace(tasks, deps, [DataObject(0, "x", "heap", 4096, 64, "t.c:1")], {"instances": len(rows)})
+
+
+def fork_join(width: int = 4, work: int = 10) -> TaskTrace:
+    rows = [("main", -1, 0)] + [("leaf", 0, work)] * width + [("main", -1, 0)]
+    return make(rows, [(i, width + 1) for i in range(1, width + 1)])
+
+
+def makespans(trace: TaskTrace, cores, policy="cp", overhead=0) -> list[int]:
+    dag = dag_from_trace(trace)
+    return [simulate(dag, c, policy, overhead).makespan for c in cores]
+
+
+def test_chain_never_speeds_up():
+    t = make([("main", -1, 2), ("a", 0, 10), ("main", -1, 0), ("a", 2, 10), ("main", -1, 0), ("a", 4, 10),
+              ("main", -1, 1)], [(1, 3), (3, 5), (5, 6)])
+    assert t.t1 == 33 and t.tinf == 33
+    assert makespans(t, [1, 2, 8, None]) == [33, 33, 33, 33]
+
+
+def test_fork_join():
+    assert makespans(fork_join(), [1, 2, 3, 4, None]) == [40, 20, 20, 10, 10]
+
+
+def test_amdahl_serial_fraction():
+    t = make([("main", -1, 30)] + [("work", 0, 10)] * 7, [])
+    result = study(dag_from_trace(t), [1, 7, None], "cp", Machine(instructions_per_second=10))
+    assert result.t1 == 10.0 and result.tinf == 4.0 and result.parallelism == 2.5
+    rows = result.rows()
+    assert [r["time"] for r in rows] == [10.0, 4.0, 4.0]
+    assert rows[1]["speedup"] == pytest.approx(1 / (0.3 + 0.7 / 7))
+    assert rows[1]["efficiency"] == pytest.approx(2.5 / 7)
+    assert rows[2]["cores"] == "inf" and rows[2]["efficiency"] is None and rows[2]["cores_used"] == 7
+
+
+def test_critical_path_first_beats_fifo_by_one():
+    # x1, x2, y (1 each) and z (3) reading y, all created at once; 2 cores.
+    # FIFO runs x1,x2 then y then z: 5. CP runs y,x1 then z,x2: 4.
+    t = make([("main", -1, 0), ("x", 0, 1), ("x", 0, 1), ("y", 0, 1), ("z", 0, 3)], [(3, 4)])
+    assert makespans(t, [2], "fifo") == [5]
+    assert makespans(t, [2], "cp") == [4]
+
+
+def test_unbounded_cores_give_exactly_the_critical_path():
+    rng = random.Random(7)
+    rows = [("main", -1, rng.randint(0, 50))]
+    raw = []
+    for i in range(1, 400):
+        if rng.random() < 0.1:
+            rows.append(("main", -1, rng.randint(0, 50)))
+        else:
+            creator = max(k for k, r in enumerate(rows) if r[0] == "main")
+            rows.append((rng.choice("abc"), creator, rng.randint(1, 10_000)))
+            raw += [(rng.randrange(1, i), i) for _ in range(rng.randint(0, 3)) if rows[-1][0] != "main"]
+    raw = [(s, d) for s, d in raw if rows[s][0] != "main"]
+    t = make(rows, raw, war=[(d, s) for s, d in raw[:20]])
+    assert makespans(t, [None], "cp") == makespans(t, [None], "fifo") == [t.tinf]
+    one, many = makespans(t, [1, 10_000])
+    assert one == t.t1 and many == t.tinf
+
+
+def test_overhead_is_paid_by_tasks_not_main():
+    assert makespans(fork_join(), [4, 1], overhead=5) == [15, 60]
+    assert study(dag_from_trace(fork_join()), [4], "cp", Machine(), overhead=5).rows()[0]["speedup"] == pytest.approx(40 / 15)
+
+
+def test_utilisation_and_profile():
+    s = simulate(dag_from_trace(fork_join(width=3)), 2)
+    assert s.makespan == 20
+    assert utilisation(s).tolist() == [1.0, 0.5]
+    times, running = parallelism_profile(s)
+    assert times.tolist() == [0, 10, 20] and running.tolist() == [2, 1, 0]
+
+
+def test_fast_loader_matches_schedule_edges(tmp_path):
+    rows = [("main", -1, 3), ("a", 0, 5), ("b", 1, 7), ("main", -1, 2), ("a", 3, 4), ("main", -1, 1)]
+    t = make(rows, [(1, 4), (2, 4), (4, 5), (4, 4)], war=[(4, 1)])
+    save(t, tmp_path / "d")
+    fast, slow = load_dag(tmp_path / "d"), dag_from_trace(t)
+    assert set(zip(fast.src.tolist(), fast.dst.tolist())) == schedule_edges(t.tasks, t.deps)
+    for name in ("ids", "counter", "weight", "src", "dst", "dep_src", "dep_dst", "dep_bytes", "is_main"):
+        assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
+    assert fast.names == slow.names
+
+
+def test_fast_loader_falls_back_for_quoted_names(tmp_path):
+    save(make([("main", -1, 1), ('odd, "name"', 0, 2)], []), tmp_path / "d")
+    assert load_dag(tmp_path / "d").names == ["main", 'odd, "name"']
+
+
+def test_war_does_not_constrain():
+    t = make([("main", -1, 0), ("a", 0, 5), ("b", 0, 5)], [], war=[(1, 2)])
+    assert makespans(t, [2, None]) == [5, 5]
+
+
+def test_critical_path_first_beats_fifo_by_five():
+    """main(1) creates a1(5), a2(5), c(1), d(10) with c -> d (RAW); two cores.
+
+    FIFO (creation order): t=1 a1, a2 start; t=6 c; t=7 d, which ends at 17.
+    CP (bottom levels a1 = a2 = 5, c = 11, d = 10): t=1 c and a1; t=2 d on c's core; t=6 a2;
+    d ends at 12 = the critical path 1 + 1 + 10, so CP wins by exactly 5.
+    """
+    t = make([("main", -1, 1), ("a", 0, 5), ("a", 0, 5), ("c", 0, 1), ("d", 0, 10)], [(3, 4)])
+    dag = dag_from_trace(t)
+    fifo, cp = simulate(dag, 2, "fifo"), simulate(dag, 2, "cp")
+    assert fifo.makespan == 17 and cp.makespan == 12 == t.tinf
+    assert fifo.start.tolist() == [0, 1, 1, 6, 7] and cp.start.tolist() == [0, 1, 6, 1, 2]
+
+
+def random_trace(rng: random.Random, n: int) -> TaskTrace:
+    """Main fragments creating tasks, nested tasks, random RAW edges forward in creation order."""
+    rows = []
+    last_main = -1
+    for i in range(n):
+        r = rng.random()
+        if i == 0 or r < 0.15:
+            rows.append(("main", -1, rng.randint(0, 20)))
+            last_main = i
+        elif r < 0.3:
+            rows.append(("nested", rng.randrange(i), rng.randint(0, 50)))
+        else:
+            rows.append(("task", last_main, rng.randint(0, 50)))
+    raw = [tuple(sorted(rng.sample(range(n), 2))) for _ in range(2 * n)]
+    return make(rows, raw)
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_schedules_are_valid_and_within_graham_bounds(seed):
+    rng = random.Random(seed)
+    t = random_trace(rng, rng.randint(2, 60))
+    dag = dag_from_trace(t)
+    edges = schedule_edges(t.tasks, t.deps)
+    for policy in ("cp", "fifo"):
+        assert simulate(dag, None, policy).makespan == t.tinf
+        assert simulate(dag, 1, policy).makespan == t.t1
+        for cores in (2, 3, 5):
+            s = simulate(dag, cores, policy)
+            start, finish, core = s.start.tolist(), s.finish.tolist(), s.core.tolist()
+            assert max(t.tinf, -(-t.t1 // cores)) <= s.makespan <= t.t1 / cores + t.tinf
+            assert all(finish[a] <= start[b] for a, b in edges)
+            assert all(0 <= c < cores for c in core)
+            last_end: dict[int, int] = {}
+            for a, b, c in sorted(zip(start, finish, core)):  # no two instances overlap on a core
+                if b > a:
+                    assert last_end.get(c, 0) <= a
+                    last_end[c] = b
+
+
+def test_cycles_unknown_ids_and_policies_are_errors():
+    with pytest.raises(ValueError, match="cycle"):
+        simulate(dag_from_trace(make([("main", -1, 1), ("a", 0, 1), ("b", 0, 1)], [(1, 2), (2, 1)])), 2)
+    with pytest.raises(ValueError, match="not in tasks.csv"):
+        dag_from_trace(make([("main", -1, 1)], [(0, 7)]))
+    with pytest.raises(ValueError, match="policy"):
+        simulate(dag_from_trace(fork_join()), 2, "lifo")
+    assert simulate(dag_from_trace(make([], [])), 4).makespan == 0
+
+
+def test_ids_need_not_be_row_numbers():
+    t = fork_join()
+    shifted = TaskTrace([TaskInstance(x.id + 100, x.name, x.parent + 100 if x.parent >= 0 else -1, x.start, x.end,
+                                      x.instructions) for x in t.tasks],
+                        [Dependency(d.src + 100, d.dst + 100, d.kind, d.object, d.bytes) for d in t.deps], t.objects)
+    assert makespans(shifted, [1, 2, None]) == makespans(t, [1, 2, None]) == [40, 20, 10]

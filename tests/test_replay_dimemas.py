@@ -1,0 +1,120 @@
+"""Dimemas-model replay: the worked answers of real Dimemas, message semantics, machines."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from tareador.formats.dimemas import DimError, read_dim, write_dim
+from tareador.replay.dag import dag_from_trace, write_dim_traces
+from tareador.replay.engine import replay
+from tareador.replay.machine import Machine, MachineError, format_cfg, load_machine, parse_cfg, parse_toml
+from tests.test_replay_dag import fork_join
+
+TWO_RANKS = ["1:0:0:1.0\n2:0:0:1:1048576:1:0:0\n1:0:0:0.5\n", "1:1:0:0.0\n3:1:0:0:1048576:1:0:0\n1:1:0:1.0\n"]
+THREE_THREADS = ["1:0:0:1.0\n2:0:0:0:1:1:8002:0:2\n2:0:0:0:2:1:8002:0:2\n1:0:0:1.0\n",
+                 "1:0:1:0.0\n3:0:1:0:0:1:8002:0:0\n1:0:1:1.0\n", "1:0:2:0.0\n3:0:2:0:0:1:8002:0:0\n1:0:2:1.0\n"]
+NETWORK = Machine(nodes=2, inter_latency=1e-5, inter_bandwidth=100.0, in_links=1, out_links=1)
+
+
+def dim(tmp_path, threads, blocks, name="t"):
+    return read_dim(write_dim(tmp_path / f"{name}.dim", name, threads, blocks))
+
+
+def cfg(nodes: int, cpus: int, bandwidth: float, latency: float, sched: str = "") -> str:
+    return ("#DIMEMAS_CONFIGURATION\n"
+            '"wide area network information" {"", 1, 0, 4, 0.0, 0.0, 1};;\n'
+            f'"environment information" {{"", 0, "", {nodes}, {bandwidth}, 0, 1}};;\n'
+            f'"multi node information" {{0, {nodes}, "", {cpus}, 1.0, 0.0, 0.0, 0, 1, 1, {latency}, 1, 1, 0.0}};;\n'
+            '"predefined mapping information" {"1 TASKS_PER_NODE"};;\n'
+            f'"configuration files" {{{sched}, "", "", ""}};;\n'
+            '"file system parameters" {0.0, 0.0, 8.0, 0, 1.0};;\n')
+
+
+def test_two_ranks_worked_answer(tmp_path):
+    (tmp_path / "m.cfg").write_text(cfg(2, 1, 100.0, 1e-5))
+    r = replay(dim(tmp_path, [1, 1], TWO_RANKS), load_machine(tmp_path / "m.cfg"))
+    assert r.makespan == 2.01001
+    assert r.task_end == [1.50001, 2.01001]  # the sender paid the latency on its CPU
+
+
+@pytest.mark.parametrize("policy,quantum,expected", [("FIFO", None, 3.0), ("SS_MPI_CP", None, 3.0),
+                                                     ("RR", 0.1, 2.5)])
+def test_three_threads_on_two_cpus(tmp_path, policy, quantum, expected):
+    sched = tmp_path / "sched.txt"
+    sched.write_text(f"Policy: {policy}\nContext switch cost (seconds): 0.0\nBusy wait (seconds):  0.0\n"
+                     + (f"Quantum (seconds):  {quantum}\n" if quantum else ""))
+    (tmp_path / "m.cfg").write_text(cfg(1, 2, 0.0, 0.0, sched.name))
+    r = replay(dim(tmp_path, [3], THREE_THREADS), load_machine(tmp_path / "m.cfg"))
+    assert r.makespan == pytest.approx(expected, abs=1e-9)
+
+
+def test_blocking_rendezvous_waits_for_the_receive(tmp_path):
+    # Rank 0 sends at 0 with the rendezvous bit; rank 1 posts the receive at 2.0.
+    blocks = ["2:0:0:1:8:1:0:1\n1:0:0:1.0\n", "1:1:0:2.0\n3:1:0:0:8:1:0:0\n1:1:0:1.0\n"]
+    r = replay(dim(tmp_path, [1, 1], blocks), Machine(nodes=2))
+    assert r.task_end == [3.0, 3.0]
+    eager = ["2:0:0:1:8:1:0:0\n1:0:0:1.0\n", blocks[1]]
+    assert replay(dim(tmp_path, [1, 1], eager, "e"), Machine(nodes=2)).task_end == [1.0, 3.0]
+
+
+def test_late_receive_pays_the_latency(tmp_path):
+    blocks = ["2:0:0:1:0:1:0:0\n", "1:1:0:2.0\n3:1:0:0:0:1:0:0\n"]
+    r = replay(dim(tmp_path, [1, 1], blocks), Machine(nodes=2, inter_latency=0.25))
+    assert r.task_end == [0.25, 2.25]
+
+
+def test_irecv_and_wait(tmp_path):
+    blocks = ["1:0:0:1.0\n2:0:0:1:1048576:5:0:0\n",
+              "3:1:0:0:1048576:5:0:1\n1:1:0:0.5\n3:1:0:0:1048576:5:0:2\n1:1:0:0.25\n"]
+    r = replay(dim(tmp_path, [1, 1], blocks), Machine(nodes=2, inter_bandwidth=1.0))
+    assert r.task_end == [1.0, 2.25]  # data arrives at 1 + 1 s of transfer, then 0.25 s of work
+
+
+def test_one_bus_serialises_transfers(tmp_path):
+    blocks = ["2:0:0:2:1048576:1:0:0\n", "2:1:0:2:1048576:2:0:0\n",
+              "3:2:0:0:1048576:1:0:0\n3:2:0:1:1048576:2:0:0\n"]
+    free = Machine(nodes=3, inter_bandwidth=1.0)
+    assert replay(dim(tmp_path, [1, 1, 1], blocks), free).makespan == 1.0
+    assert replay(dim(tmp_path, [1, 1, 1], blocks), Machine(nodes=3, inter_bandwidth=1.0, buses=1)).makespan == 2.0
+    assert replay(dim(tmp_path, [1, 1, 1], blocks), Machine(nodes=3, inter_bandwidth=1.0, in_links=1)).makespan == 2.0
+
+
+def test_relative_speed_divides_bursts(tmp_path):
+    assert replay(dim(tmp_path, [1], ["1:0:0:3.0\n"]), Machine(relative_speed=2.0)).makespan == 1.5
+
+
+def test_unmatched_and_deadlocked_traces_name_the_line(tmp_path):
+    with pytest.raises(DimError, match=r"t.dim:3: receive without a matching send"):
+        replay(dim(tmp_path, [1, 1], ["1:0:0:1.0\n", "3:1:0:0:8:1:0:0\n"]), Machine(nodes=2))
+    cross = ["3:0:0:1:8:1:0:0\n2:0:0:1:8:1:0:0\n", "3:1:0:0:8:1:0:0\n2:1:0:0:8:1:0:0\n"]
+    with pytest.raises(DimError, match=r"d.dim:2: deadlock: 2 threads never finish"):
+        replay(dim(tmp_path, [1, 1], cross, "d"), Machine(nodes=2))
+
+
+def test_ompss_dim_replays_to_the_simulated_critical_path(tmp_path):
+    trace = fork_join(width=5, work=1234)
+    write_dim_traces(dag_from_trace(trace), tmp_path, 1e9)
+    ompss, authentic = read_dim(tmp_path / "ompss.dim"), read_dim(tmp_path / "authentic.dim")
+    for policy in ("fifo", "cp"):
+        assert replay(ompss, Machine(cores_per_node=64, policy=policy)).makespan == pytest.approx(trace.tinf / 1e9)
+        assert replay(ompss, Machine(cores_per_node=2, policy=policy)).makespan == pytest.approx(3 * 1234e-9)
+    assert replay(authentic, Machine()).makespan == pytest.approx(trace.t1 / 1e9)
+
+
+def test_machine_files(tmp_path):
+    m = parse_toml('[cpu]\nnodes = 2\ncores_per_node = 8\n[network]\ninter_latency = 1e-5\n'
+                   'inter_bandwidth = 100\n[scheduler]\npolicy = "cp"\n')
+    assert (m.nodes, m.cores_per_node, m.inter_latency, m.policy) == (2, 8, 1e-5, "cp")
+    assert parse_cfg(format_cfg(m)) == replace(m, policy="fifo")  # the policy lives in a scheduler file
+    for bad, message in (("[cpu]\ncores = 2\n", "unknown key 'cores'"), ("[gpu]\n", r"unknown section \[gpu\]"),
+                         ('[scheduler]\npolicy = "lifo"\n', "policy 'lifo'"),
+                         ("[cpu]\nnodes = -1\n", "nodes must be a finite number >= 0"),
+                         ('[scheduler]\npolicy = "rr"\n', "needs a quantum")):
+        with pytest.raises(MachineError, match=message):
+            parse_toml(bad, "m.toml")
+    with pytest.raises(MachineError, match=r"m.cfg:2: not a Dimemas configuration record"):
+        parse_cfg("#DIMEMAS_CONFIGURATION\nnonsense\n", "m.cfg")
+    with pytest.raises(MachineError, match="3 tasks at 1 per node need 3 nodes; the machine has 2"):
+        Machine(nodes=2).node_of_tasks(3)

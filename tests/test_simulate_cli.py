@@ -1,0 +1,111 @@
+"""``tareador simulate`` and ``tareador replay`` end to end on a saved trace directory."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tareador.cli import main as cli
+from tareador.taskgraph.store import save
+from tests.test_replay_dag import fork_join, make
+from tests.test_replay_dimemas import THREE_THREADS
+
+
+@pytest.fixture
+def tareador(capsys):
+    """Run the console script in-process: (exit status, stdout, stderr)."""
+    def run(*argv):
+        status = cli.main([str(a) for a in argv])
+        out = capsys.readouterr()
+        return status, out.out, out.err
+
+    return run
+
+
+@pytest.fixture
+def trace_dir(tmp_path):
+    return save(fork_join(width=4, work=1000), tmp_path / "fj.tareador")
+
+
+def test_simulate_json(tareador, trace_dir):
+    status, out, _ = tareador("simulate", trace_dir, "--cores", "1,2,3,inf", "--json")
+    assert status == 0
+    doc = json.loads(out)
+    assert doc["t1"] == 4e-6 and doc["tinf"] == 1e-6 and doc["parallelism"] == 4.0
+    assert [r["cores"] for r in doc["results"]] == [1, 2, 3, "inf"]
+    assert [r["time"] for r in doc["results"]] == [4e-6, 2e-6, 2e-6, 1e-6]
+    assert [r["speedup"] for r in doc["results"]] == [1.0, 2.0, 2.0, 4.0]
+    assert doc["results"][2]["efficiency"] == pytest.approx(2 / 3)
+    assert doc["results"][1]["utilisation"] == [1.0, 1.0]
+
+
+def test_simulate_overhead_machine_and_policy(tareador, trace_dir, tmp_path):
+    machine = tmp_path / "m.toml"
+    machine.write_text("[cpu]\ninstructions_per_second = 1000\ntask_overhead = 500\n")
+    status, out, _ = tareador("simulate", trace_dir, "--cores", "4", "--machine", machine, "--json", "--policy", "fifo")
+    assert status == 0
+    assert json.loads(out)["results"][0]["time"] == 1.5
+    status, out, _ = tareador("simulate", trace_dir, "--cores", "4", "--machine", machine, "--json",
+                              "--overhead", "0")
+    assert json.loads(out)["results"][0]["time"] == 1.0
+
+
+def test_simulate_outputs(tareador, trace_dir, tmp_path):
+    out_dir = tmp_path / "out"
+    status, out, _ = tareador("simulate", trace_dir, "--cores", "2,inf", "--prv", "--chrome", "--plot", "--dim",
+                              "-o", out_dir)
+    assert status == 0
+    assert "parallelism        4.00" in out and "speedup" in out
+    for name in ("simulation-2.prv", "simulation-2.pcf", "simulation-2.row", "simulation-inf.prv",
+                 "simulation-2.json", "speedup.png", "profile.png", "gantt.png", "ompss.dim", "authentic.dim"):
+        assert (out_dir / name).stat().st_size > 0, name
+        assert f"wrote {out_dir / name}" in out
+    assert (out_dir / "speedup.png").read_bytes()[:4] == b"\x89PNG"
+
+    machine = tmp_path / "m.toml"
+    machine.write_text("[cpu]\ncores_per_node = 2\n[scheduler]\npolicy = \"cp\"\n")
+    status, out, _ = tareador("replay", out_dir / "ompss.dim", "--machine", machine, "--json", "--prv",
+                              tmp_path / "r.prv")
+    assert status == 0
+    doc = json.loads(out)
+    assert doc["makespan"] == pytest.approx(2e-6)
+    assert len(doc["tasks"]) == 1 and len(doc["tasks"][0]["threads"]) == 6
+    assert (tmp_path / "r.pcf").exists()
+
+
+def test_replay_table(tareador, tmp_path):
+    from tareador.formats.dimemas import write_dim
+
+    path = write_dim(tmp_path / "t.dim", "t", [3], THREE_THREADS)
+    machine = tmp_path / "m.toml"
+    machine.write_text("[cpu]\ncores_per_node = 2\n")
+    status, out, _ = tareador("replay", path, "--machine", machine)
+    assert status == 0 and "makespan 3.000000000 s (1 tasks, 3 threads)" in out
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["simulate", "{dir}/none"], "is not a trace directory"),
+    (["simulate", "{trace}", "--overhead", "-3"], "--overhead must be >= 0"),
+    (["simulate", "{trace}", "--machine", "{dir}/bad.toml"], "unknown section [gpu]"),
+    (["replay", "{dir}/bad.dim", "--machine", "{dir}/ok.toml"], "bad.dim:1: not a Dimemas trace header"),
+    (["replay", "{dir}/none.dim", "--machine", "{dir}/ok.toml"], "cannot read"),
+])
+def test_bad_input_is_one_line(tareador, trace_dir, tmp_path, argv, message):
+    (tmp_path / "bad.toml").write_text("[gpu]\n")
+    (tmp_path / "ok.toml").write_text("")
+    (tmp_path / "bad.dim").write_text("hello\n")
+    status, _, err = tareador(*(a.format(dir=tmp_path, trace=trace_dir) for a in argv))
+    assert status == 2
+    assert err.startswith("tareador: ") and message in err and err.count("\n") == 1
+
+
+def test_bad_core_list(tareador, trace_dir):
+    with pytest.raises(SystemExit):
+        tareador("simulate", trace_dir, "--cores", "0,2")
+
+
+def test_empty_trace(tareador, tmp_path):
+    save(make([], []), tmp_path / "empty")
+    status, _, err = tareador("simulate", tmp_path / "empty")
+    assert status == 2 and "no task instances" in err
