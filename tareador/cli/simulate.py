@@ -13,10 +13,12 @@ def register(subparsers) -> None:
         description="Schedule the task instances of a trace directory on P cores (greedy list scheduling) and "
                     "report time, speedup over the sequential run and efficiency for each P.")
     p.add_argument("trace_dir", metavar="DIR", help="trace directory written by 'tareador trace'")
-    p.add_argument("--cores", default="1,2,4,8,16,inf", type=_core_list,
-                   help="comma-separated core counts, 'inf' = unbounded (default %(default)s)")
-    p.add_argument("--policy", choices=["cp", "fifo"], default="cp",
-                   help="ready tasks run longest-remaining-path first (cp) or in creation order (fifo)")
+    p.add_argument("--cores", type=_core_list,
+                   help="comma-separated core counts, 'inf' = unbounded (default 1,2,4,8,16,inf; with --machine, "
+                        "the powers of two up to the machine's cores, its cores, and inf)")
+    p.add_argument("--policy", choices=["cp", "fifo"],
+                   help="ready tasks run longest-remaining-path first (cp) or in creation order (fifo); "
+                        "default: the machine file's policy if it is one of these, else cp")
     p.add_argument("--overhead", type=int, metavar="INSTR",
                    help="runtime cost of each task instance in instructions (default: the machine's)")
     p.add_argument("--machine", metavar="FILE", help="machine TOML or Dimemas .cfg (instructions per second, "
@@ -43,6 +45,14 @@ def _core_list(text: str) -> list[int | None]:
         else:
             raise argparse.ArgumentTypeError(f"{part!r} is not a core count (a positive integer or inf)")
     return out
+
+
+def default_cores(machine, given: bool) -> list[int | None]:
+    """A strong-scaling sweep; a machine file says how far it should go."""
+    if not given:
+        return [1, 2, 4, 8, 16, None]
+    total = machine.nodes * machine.cores_per_node
+    return sorted({1 << k for k in range(total.bit_length()) if 1 << k <= total} | {total}) + [None]
 
 
 def progress_bar(total: int, what: str):
@@ -72,71 +82,89 @@ def run(args) -> int:
     if args.overhead is not None and args.overhead < 0:
         raise UserError("--overhead must be >= 0 instructions")
     machine = load_machine_arg(args.machine)
+    cores = args.cores or default_cores(machine, args.machine is not None)
+    policy = args.policy or (machine.policy if args.machine and machine.policy in ("cp", "fifo") else "cp")
     try:
         dag = load_dag(args.trace_dir)
         if not dag.n:
             raise UserError(f"{args.trace_dir} has no task instances to simulate")
         out = Path(args.output or args.trace_dir)
         out.mkdir(parents=True, exist_ok=True)
-        tick = progress_bar(dag.n * len(args.cores), "simulating")
-        result = study(dag, args.cores, args.policy, machine, args.overhead, tick)
+        tick = progress_bar(dag.n * len(cores), "simulating")
+        result = study(dag, cores, policy, machine, args.overhead, tick)
     except ValueError as e:
         raise UserError(f"{args.trace_dir}: {e}") from None
     written = _write_outputs(args, out, dag, result, machine)
     if args.json:
         print(json.dumps(result.as_json()))
     else:
-        print(format_study(result, args.policy))
-        for path in written:
-            print(f"wrote {path}")
+        print(format_study(result, policy))
+        if written:
+            print(f"written to {out}/")
+        for kind, paths in written.items():
+            print(f"  {kind + ':':<17}{' '.join(p.name for p in paths)}")
     return 0
 
 
+def seconds(t: float) -> str:
+    """Simulated runs of traced kernels last nanoseconds to minutes: keep 4 digits in a fitting unit."""
+    for scale, unit in ((1, "s"), (1e3, "ms"), (1e6, "us")):
+        if t * scale >= 1:
+            return f"{t * scale:.4g} {unit}"
+    return f"{t * 1e9:.4g} ns"
+
+
 def format_study(result, policy: str) -> str:
-    lines = [f"T1 (sequential run) {result.t1:.6g} s", f"T-inf (critical path) {result.tinf:.6g} s",
+    lines = [f"T1 (sequential)    {seconds(result.t1)}", f"T-inf (crit.path) {seconds(result.tinf)}",
              f"parallelism        {result.parallelism:.2f}",
-             f"policy {policy}, runtime overhead {result.overhead} instructions per task",
-             f"{'cores':>6} {'time (s)':>12} {'speedup':>8} {'efficiency':>10}  utilisation per core"]
+             f"policy {policy}, runtime overhead {result.overhead} instructions per task, "
+             f"{result.rate:.4g} instructions per second",
+             f"{'cores':>6} {'time':>12} {'speedup':>8} {'efficiency':>10}  utilisation per core"]
     for row in result.rows():
         eff = "" if row["efficiency"] is None else f"{row['efficiency']:.3f}"
         util = row.get("utilisation")
         util = f"{min(util):.2f}..{max(util):.2f}" if util else f"{row['cores_used']} cores busy at most"
-        lines.append(f"{row['cores']:>6} {row['time']:>12.6g} {row['speedup']:>8.2f} {eff:>10}  {util}")
+        lines.append(f"{row['cores']:>6} {seconds(row['time']):>12} {row['speedup']:>8.2f} {eff:>10}  {util}")
     return "\n".join(lines)
 
 
-def _write_outputs(args, out: Path, dag, result, machine) -> list[Path]:
+def _write_outputs(args, out: Path, dag, result, machine) -> dict[str, list[Path]]:
+    """Files written, by what opens them."""
     import numpy as np
 
     from tareador.formats.chrome import write_chrome
     from tareador.formats.paraver import schedule_run, write_paraver
     from tareador.replay.dag import write_dim_traces
 
-    written: list[Path] = []
+    written: dict[str, list[Path]] = {}
+
+    def wrote(kind: str, *paths: Path) -> None:
+        written.setdefault(kind, []).extend(paths)
+
     for s in result.schedules:
         if args.prv:
             ns = 1e9 / result.rate
             run = schedule_run(dag.names, np.rint(s.start * ns).astype(np.int64), np.rint(s.finish * ns).astype(np.int64),
                                s.core.astype(np.int64), s.cores_used, dag.dep_src, dag.dep_dst, dag.dep_bytes)
-            written += write_paraver(run, out / f"simulation-{s.label}.prv")
+            wrote("Paraver", *write_paraver(run, out / f"simulation-{s.label}.prv"))
         if args.chrome:
             us = 1e6 / result.rate
-            written.append(write_chrome(out / f"simulation-{s.label}.json", f"{s.label} cores, {s.policy}", dag.names,
+            wrote("Chrome/Perfetto", write_chrome(out / f"simulation-{s.label}.json", f"{s.label} cores, {s.policy}", dag.names,
                                         dag.ids, s.start * us, (s.finish - s.start) * us, s.core, dag.dep_src,
                                         dag.dep_dst))
     if args.plot:
         from tareador.render.plots import plot_gantt, plot_profile, plot_speedup
 
-        written.append(plot_speedup(result, out / "speedup.png"))
+        wrote("plots", plot_speedup(result, out / "speedup.png"))
         unbounded = [s for s in result.schedules if s.cores is None]
         finite = [s for s in result.schedules if s.cores is not None]
-        written.append(plot_profile((unbounded or finite)[-1], result.rate, out / "profile.png"))
+        wrote("plots", plot_profile((unbounded or finite)[-1], result.rate, out / "profile.png"))
         gantt = plot_gantt(max(finite or unbounded, key=lambda s: s.cores_used), dag.names, result.rate,
                            out / "gantt.png")
         if gantt is None:
             print(f"tareador: no Gantt chart: {dag.n} task instances are too many bars", file=sys.stderr)
         else:
-            written.append(gantt)
+            wrote("plots", gantt)
     if args.dim:
-        written += write_dim_traces(dag, out, machine.instructions_per_second, result.overhead)
+        wrote("Dimemas", *write_dim_traces(dag, out, machine.instructions_per_second, result.overhead))
     return written

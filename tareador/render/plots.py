@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from tareador.analyses.speedup import Study, parallelism_profile
 from tareador.replay.dag import Schedule
@@ -23,6 +24,15 @@ def _save(fig: Figure, path: str | Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     return Path(path)
+
+
+def _time_axis(seconds: float) -> tuple[float, str]:
+    """(scale, unit) that puts the run's length in a readable range: traced kernels last
+    microseconds to seconds of simulated time."""
+    for scale, unit in ((1.0, "s"), (1e3, "ms"), (1e6, "µs")):
+        if seconds * scale >= 1:
+            return scale, unit
+    return 1e9, "ns"
 
 
 def plot_speedup(study: Study, path: str | Path) -> Path:
@@ -45,10 +55,12 @@ def plot_speedup(study: Study, path: str | Path) -> Path:
 
 def plot_profile(schedule: Schedule, rate: float, path: str | Path) -> Path:
     times, running = parallelism_profile(schedule)
+    scale, unit = _time_axis(schedule.makespan / rate)
     fig = Figure(figsize=(8, 3))
     ax = fig.add_subplot()
-    ax.step(times / rate, running, where="post")
-    ax.set_xlabel("time (s)")
+    ax.step(times / rate * scale, running, where="post")
+    ax.set_xlim(0, schedule.makespan / rate * scale)
+    ax.set_xlabel(f"time ({unit})")
     ax.set_ylabel("running tasks")
     ax.set_title(f"parallelism profile, {schedule.label} cores, {schedule.policy}")
     return _save(fig, path)
@@ -62,16 +74,17 @@ def plot_gantt(schedule: Schedule, names: list[str], rate: float, path: str | Pa
     colours = {k: f"C{i % 10}" for i, k in enumerate(kinds)}
     fig = Figure(figsize=(10, max(2.5, 0.3 * schedule.cores_used + 1)))
     ax = fig.add_subplot()
-    start, width = schedule.start / rate, (schedule.finish - schedule.start) / rate
+    scale, unit = _time_axis(schedule.makespan / rate)
+    start, width = schedule.start / rate * scale, (schedule.finish - schedule.start) / rate * scale
     for c in range(schedule.cores_used):
         on = np.flatnonzero(schedule.core == c)
         ax.broken_barh(list(zip(start[on], width[on])), (c - 0.4, 0.8),
                        facecolors=[colours[names[i]] for i in on.tolist()], edgecolor="black", linewidth=0.2)
-    for k in kinds:
-        ax.bar(0, 0, color=colours[k], label=k)
     ax.set_yticks(range(schedule.cores_used), [f"core {c + 1}" for c in range(schedule.cores_used)])
     ax.invert_yaxis()
-    ax.set_xlabel("time (s)")
+    ax.set_xlim(0, schedule.makespan / rate * scale)
+    ax.set_xlabel(f"time ({unit})")
     ax.set_title(f"{schedule.label} cores, {schedule.policy}")
-    ax.legend(loc="upper right", fontsize="small")
+    ax.legend(handles=[Patch(color=colours[k], label=k) for k in kinds], loc="upper left",
+              bbox_to_anchor=(1.0, 1.0), fontsize="small")
     return _save(fig, path)
