@@ -34,10 +34,17 @@ RULE_EDGES = {
     ("inner", "outer", "RAW", heap("*nest = malloc"), 16),  # nested: the child's writes
     ("allocate", "read_zeros", "RAW", heap("zeros = calloc"), 64),  # calloc's zeros
     ("allocate", "read_zeros", "RAW", "stack:main", 8),  # main's pointer variable `zeros`
+    ("write_chars", "read_word", "RAW", heap("*bytes = malloc"), 2),  # chars 1 and 2 of int 0
+    ("write_char", "read_word", "RAW", heap("*bytes = malloc"), 1),  # char 5, in int 1
+    ("write_chars", "rewrite", "WAW", heap("*bytes = malloc"), 2),
+    ("write_char", "rewrite", "WAW", heap("*bytes = malloc"), 1),
+    ("read_word", "rewrite", "WAR", heap("*bytes = malloc"), 8),
+    ("rewrite", "reread", "RAW", heap("*bytes = malloc"), 8),  # whole ints again
 }
 # Tasks doing `sink += ...` read and write main's local `sink`: a genuine chain through it.
 SINK_TASKS = ["consume_part", "get_global", "sum_local", "private_a", "private_b", "use_dst", "use_big",
-              "read_z", "read_new", "read_grow", "read_dis", "read_en", "war_read", "outer", "read_zeros"]
+              "read_z", "read_new", "read_grow", "read_dis", "read_en", "war_read", "outer", "read_zeros",
+              "read_word", "reread"]
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +78,8 @@ def test_no_edge_through_libc_state_private_stack_or_freed_block(rules_trace):
 def test_task_table_and_summary(rules_trace):
     t = rules_trace
     names = [x.name for x in t.tasks if not x.is_main]
-    assert len(names) == 32 and len(set(names)) == 32
-    assert t.summary["instances"] == 32 and t.summary["task_types"] == 32
+    assert len(names) == 37 and len(set(names)) == 37
+    assert t.summary["instances"] == 37 and t.summary["task_types"] == 37
     assert t.summary["partial"] is False and t.summary["exit_status"] == 0
     inner = next(x for x in t.tasks if x.name == "inner")
     outer = next(x for x in t.tasks if x.name == "outer")

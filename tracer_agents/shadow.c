@@ -2,10 +2,16 @@
  *
  * The Stalker transform (transform.c) emits inline code that appends one record per memory
  * access to a buffer; when the buffer nears its end, and at every task boundary or allocator
- * call, tr_flush() folds the buffered records into byte-granular shadow memory:
- *   writer[b]  last task instance that wrote byte b (instance id + 1, 0 = nobody)
- *   reader[b]  last instance that read b since it was written (to count each byte once)
- *   object[b]  the user object containing b (object id + 1, 0 = not a user object)
+ * call, tr_flush() folds the buffered records into byte-granular shadow memory. Each byte b has
+ *   writer  last task instance that wrote b (instance id + 1, 0 = nobody)
+ *   reader  last instance that read b since it was written (to count each byte once)
+ *   object  the user object containing b (object id + 1, 0 = not a user object)
+ * Programs nearly always access whole aligned 4-byte granules, whose 4 bytes then agree, so
+ * the shadow keeps one (writer, reader, object) per granule: 3 bytes of shadow per byte instead
+ * of 12, which is what bounds the speed of a memory-bound program's analysis. A granule whose
+ * bytes come to differ (a char written alone, an object boundary inside it) is "split": its
+ * object word holds SPLIT | slot, and the slot keeps the three words for each of its bytes,
+ * until an access makes them agree again. Semantics stay byte-granular either way.
  * Only dependency counts leave the process, never individual accesses.
  *
  * Compiled with gcc -O2 (not Frida's TinyCC) because this loop runs for every traced access.
@@ -66,11 +72,19 @@ typedef struct {
   uint64_t bytes;
 } EdgeRow;
 
+#define GRANULE 4
+#define GRANULES (CHUNK_SIZE / GRANULE)
+#define SPLIT 0x80000000u
+
 typedef struct {
-  uint32_t writer[CHUNK_SIZE];
-  uint32_t reader[CHUNK_SIZE];
-  uint32_t object[CHUNK_SIZE];
+  uint32_t writer[GRANULES];
+  uint32_t reader[GRANULES];
+  uint32_t object[GRANULES];   /* SPLIT | slot for a split granule */
 } ShadowChunk;
+
+typedef struct {
+  uint32_t writer[GRANULE], reader[GRANULE], object[GRANULE];
+} SplitGranule;
 
 #define MAX_DEPTH 64
 #define MAX_NAMES 4096
@@ -80,6 +94,8 @@ static ShadowChunk **directory;
 static TaskRow *tasks; static uint64_t task_count, task_capacity;
 static ObjectRow *objects; static uint64_t object_count, object_capacity;
 static EdgeRow *edges; static uint64_t edge_count, edge_capacity;
+static SplitGranule *splits; static uint64_t split_count, split_capacity;
+static uint32_t split_free;   /* free slots, linked through writer[0]; slot + 1, 0 = none */
 static uint32_t open_tasks[MAX_DEPTH];
 static uint64_t open_private_top[MAX_DEPTH];
 static const char *names[MAX_NAMES]; static uint32_t name_count;
@@ -153,9 +169,11 @@ static EdgeRow *edge_for(uint32_t src, uint32_t dst, uint32_t object, uint32_t k
   return last = r;
 }
 
-/* Consecutive bytes of one access nearly always share their last writer and object: count them
- * as one run instead of one hash-table update per byte. */
+/* Consecutive accesses of one flush (one task instance) nearly always share the last writer and
+ * the object of what they touch: count them as one run per dependency kind instead of one
+ * hash-table update per access. */
 typedef struct { uint32_t src, object, kind; uint64_t bytes; } EdgeRun;
+typedef struct { EdgeRun raw, waw, war; } EdgeRuns;
 
 static inline void run_flush(EdgeRun *run, uint32_t dst) {
   if (run->bytes) {
@@ -165,73 +183,150 @@ static inline void run_flush(EdgeRun *run, uint32_t dst) {
   }
 }
 
-static inline void run_add(EdgeRun *run, uint32_t src, uint32_t object, uint32_t dst) {
+static inline void run_add(EdgeRun *run, uint32_t src, uint32_t object, uint32_t dst, uint64_t bytes) {
   if (run->bytes && (run->src != src || run->object != object)) run_flush(run, dst);
-  run->src = src; run->object = object; run->bytes++;
+  run->src = src; run->object = object; run->bytes += bytes;
 }
 
 static inline int object_enabled(uint32_t object) {
   return object && !objects[object - 1].disabled;
 }
 
-static inline int uniform(const uint32_t *a, uint32_t v, uint64_t n) {
-  uint32_t differ = 0;
-#pragma GCC unroll 8
-  for (uint64_t k = 0; k < n; k++) differ |= a[k] ^ v;
-  return !differ;
-}
+/* ---- split granules ---- */
 
-/* The common case: a word whose bytes share object, last writer and last reader (any data
- * written or read as whole words). Returns 0 when the bytes differ and need the byte loop. */
-static inline int analyse_word(ShadowChunk *c, uint64_t i, uint64_t n, int is_write, uint32_t me) {
-  uint32_t object = c->object[i], w = c->writer[i], r = c->reader[i];
-  if (!uniform(&c->object[i], object, n) || !uniform(&c->writer[i], w, n) || !uniform(&c->reader[i], r, n))
-    return 0;
-  if (!object_enabled(object)) return 1;
-  if (!is_write) {
-    if (r == me) return 1;
-    for (uint64_t k = 0; k < n; k++) c->reader[i + k] = me;
-    if (w && w != me) { EdgeRow *e = edge_for(w - 1, me - 1, object - 1, DEP_RAW); if (e) e->bytes += n; }
+/* Give granule g its own per-byte words, all equal to the granule's; NULL when out of memory. */
+static SplitGranule *split(ShadowChunk *c, uint64_t g) {
+  uint32_t slot;
+  if (split_free) {
+    slot = split_free - 1;
+    split_free = splits[slot].writer[0];
   } else {
-    if (w == me && !r) return 1;
-    if (w && w != me) { EdgeRow *e = edge_for(w - 1, me - 1, object - 1, DEP_WAW); if (e) e->bytes += n; }
-    if (r && r != me) { EdgeRow *e = edge_for(r - 1, me - 1, object - 1, DEP_WAR); if (e) e->bytes += n; }
-    for (uint64_t k = 0; k < n; k++) { c->writer[i + k] = me; c->reader[i + k] = 0; }
+    if (split_count == split_capacity) {
+      SplitGranule *grown = grow(splits, &split_capacity, sizeof(SplitGranule));
+      if (!grown) return NULL;
+      splits = grown;
+    }
+    slot = (uint32_t) split_count++;
   }
-  return 1;
+  SplitGranule *s = &splits[slot];
+  for (int k = 0; k < GRANULE; k++) {
+    s->writer[k] = c->writer[g]; s->reader[k] = c->reader[g]; s->object[k] = c->object[g];
+  }
+  c->object[g] = SPLIT | slot;
+  return s;
 }
 
-/* One access's bytes [i, i + n) inside chunk c, by task instance me (ids are +1 in shadow). */
-static void analyse_in_chunk(ShadowChunk *c, uint64_t i, uint64_t n, int is_write, uint32_t me) {
-  if (n == 8 ? analyse_word(c, i, 8, is_write, me) : n == 4 ? analyse_word(c, i, 4, is_write, me) : 0)
-    return;
-  EdgeRun raw = { 0, 0, DEP_RAW, 0 }, waw = { 0, 0, DEP_WAW, 0 }, war = { 0, 0, DEP_WAR, 0 };
-  uint32_t checked_object = 0;
-  for (uint64_t end = i + n; i < end; i++) {
-    uint32_t object = c->object[i];
-    if (object != checked_object) {
-      if (!object_enabled(object)) continue;
-      checked_object = object;
+/* A split granule whose bytes agree again goes back to one set of words. */
+static void maybe_join(ShadowChunk *c, uint64_t g) {
+  uint32_t slot = c->object[g] & ~SPLIT;
+  SplitGranule *s = &splits[slot];
+  for (int k = 1; k < GRANULE; k++)
+    if (s->writer[k] != s->writer[0] || s->reader[k] != s->reader[0] || s->object[k] != s->object[0]) return;
+  c->writer[g] = s->writer[0]; c->reader[g] = s->reader[0]; c->object[g] = s->object[0];
+  s->writer[0] = split_free;
+  split_free = slot + 1;
+}
+
+enum { FIELD_WRITER, FIELD_READER, FIELD_OBJECT };
+
+static inline uint32_t *field_of(ShadowChunk *c, int field) {
+  return field == FIELD_WRITER ? c->writer : field == FIELD_READER ? c->reader : c->object;
+}
+
+static inline uint32_t *split_field(SplitGranule *s, int field) {
+  return field == FIELD_WRITER ? s->writer : field == FIELD_READER ? s->reader : s->object;
+}
+
+/* Byte i (chunk offset) of one field. */
+static uint32_t byte_field(ShadowChunk *c, uint64_t i, int field) {
+  uint32_t o = c->object[i / GRANULE];
+  if (o & SPLIT) return split_field(&splits[o & ~SPLIT], field)[i % GRANULE];
+  return field_of(c, field)[i / GRANULE];
+}
+
+/* Set one field of the bytes [address, address + size); create: map chunks not yet mapped. */
+static void set_range(uint64_t address, uint64_t size, int field, uint32_t value, int create) {
+  uint64_t end = address + size;
+  while (address < end) {
+    uint64_t chunk_end = (address | (CHUNK_SIZE - 1)) + 1;
+    uint64_t stop = end < chunk_end ? end : chunk_end;
+    ShadowChunk *c = chunk_of(address, create);
+    for (uint64_t i = address & (CHUNK_SIZE - 1), n = stop - address; c && n;) {
+      uint64_t g = i / GRANULE, off = i % GRANULE, take = GRANULE - off < n ? GRANULE - off : n;
+      uint32_t o = c->object[g];
+      if (!(o & SPLIT) && take == GRANULE) {
+        field_of(c, field)[g] = value;
+      } else {
+        SplitGranule *s = o & SPLIT ? &splits[o & ~SPLIT] : split(c, g);
+        if (!s) return;
+        for (uint64_t k = off; k < off + take; k++) split_field(s, field)[k] = value;
+        maybe_join(c, g);
+      }
+      i += take;
+      n -= take;
     }
-    uint32_t w = c->writer[i], r = c->reader[i];
+    address = stop;
+  }
+}
+
+/* ---- the analysis ---- */
+
+/* The bytes [off, off + n) of a split granule, one at a time. */
+static void analyse_split(SplitGranule *s, uint64_t off, uint64_t n, int is_write, uint32_t me, EdgeRuns *runs) {
+  for (uint64_t k = off; k < off + n; k++) {
+    uint32_t object = s->object[k];
+    if (!object_enabled(object)) continue;
+    uint32_t w = s->writer[k], r = s->reader[k];
     if (!is_write) {
       if (r == me) continue;
-      c->reader[i] = me;
-      if (w && w != me) run_add(&raw, w - 1, object - 1, me - 1);
+      s->reader[k] = me;
+      if (w && w != me) run_add(&runs->raw, w - 1, object - 1, me - 1, 1);
     } else {
       if (w == me && !r) continue;
-      if (w && w != me) run_add(&waw, w - 1, object - 1, me - 1);
-      if (r && r != me) run_add(&war, r - 1, object - 1, me - 1);
-      c->writer[i] = me;
-      c->reader[i] = 0;
+      if (w && w != me) run_add(&runs->waw, w - 1, object - 1, me - 1, 1);
+      if (r && r != me) run_add(&runs->war, r - 1, object - 1, me - 1, 1);
+      s->writer[k] = me;
+      s->reader[k] = 0;
     }
   }
-  run_flush(&raw, me - 1);
-  run_flush(&waw, me - 1);
-  run_flush(&war, me - 1);
 }
 
-static void analyse(uint64_t address, uint64_t size, int is_write, uint32_t me) {
+/* One access's bytes [i, i + n) inside chunk c, by task instance me (ids are +1 in shadow).
+ * A whole granule whose bytes agree is one step; a partial access that changes nothing (a
+ * re-read, a re-write, another object) keeps the granule whole; anything else splits it. */
+static void analyse_in_chunk(ShadowChunk *c, uint64_t i, uint64_t n, int is_write, uint32_t me, EdgeRuns *runs) {
+  for (uint64_t end = i + n; i < end;) {
+    uint64_t g = i / GRANULE, off = i % GRANULE, take = GRANULE - off < end - i ? GRANULE - off : end - i;
+    uint32_t object = c->object[g];
+    i += take;
+    if (!(object & SPLIT)) {
+      if (!object_enabled(object)) continue;
+      uint32_t w = c->writer[g], r = c->reader[g];
+      if (!is_write) {
+        if (r == me) continue;
+        if (take == GRANULE) {
+          c->reader[g] = me;
+          if (w && w != me) run_add(&runs->raw, w - 1, object - 1, me - 1, GRANULE);
+          continue;
+        }
+      } else {
+        if (w == me && !r) continue;
+        if (take == GRANULE) {
+          if (w && w != me) run_add(&runs->waw, w - 1, object - 1, me - 1, GRANULE);
+          if (r && r != me) run_add(&runs->war, r - 1, object - 1, me - 1, GRANULE);
+          c->writer[g] = me;
+          c->reader[g] = 0;
+          continue;
+        }
+      }
+      if (!split(c, g)) continue;
+    }
+    analyse_split(&splits[c->object[g] & ~SPLIT], off, take, is_write, me, runs);
+    maybe_join(c, g);
+  }
+}
+
+static void analyse(uint64_t address, uint64_t size, int is_write, uint32_t me, EdgeRuns *runs) {
   uint64_t end = address + size;
   if (address < tr_state.private_top && end > tr_state.stack_low) {
     if (end <= tr_state.private_top) return;
@@ -241,7 +336,7 @@ static void analyse(uint64_t address, uint64_t size, int is_write, uint32_t me) 
     uint64_t chunk_end = (address | (CHUNK_SIZE - 1)) + 1;
     uint64_t stop = end < chunk_end ? end : chunk_end;
     ShadowChunk *c = chunk_of(address, 0);
-    if (c) analyse_in_chunk(c, address & (CHUNK_SIZE - 1), stop - address, is_write, me);
+    if (c) analyse_in_chunk(c, address & (CHUNK_SIZE - 1), stop - address, is_write, me, runs);
     address = stop;
   }
 }
@@ -253,10 +348,14 @@ void tr_flush(void) {
   uint32_t me = tr_state.current + 1;
   tr_state.accesses += (uint64_t) (end - r);
   tr_state.flushes++;
+  EdgeRuns runs = { { 0, 0, DEP_RAW, 0 }, { 0, 0, DEP_WAW, 0 }, { 0, 0, DEP_WAR, 0 } };
   for (; r < end; r++) {
     uint32_t info = (uint32_t) r->info;
-    analyse(r->address, info & ACCESS_SIZE_MASK, (info & ACCESS_WRITE) != 0, me);
+    analyse(r->address, info & ACCESS_SIZE_MASK, (info & ACCESS_WRITE) != 0, me, &runs);
   }
+  run_flush(&runs.raw, me - 1);
+  run_flush(&runs.waw, me - 1);
+  run_flush(&runs.war, me - 1);
 }
 
 /* Stalker callout signature: (GumCpuContext *, gpointer). */
@@ -268,20 +367,10 @@ void tr_flush_callout(void *cpu_context, void *user_data) {
 /* ---- objects ---- */
 
 static void fill_range(uint64_t address, uint64_t size, uint32_t object, int keep_history) {
-  uint64_t end = address + size;
-  while (address < end) {
-    uint64_t chunk_end = (address | (CHUNK_SIZE - 1)) + 1;
-    uint64_t stop = end < chunk_end ? end : chunk_end;
-    ShadowChunk *c = chunk_of(address, object != 0);
-    if (c) {
-      uint64_t i = address & (CHUNK_SIZE - 1), n = stop - address;
-      for (uint64_t k = 0; k < n; k++) c->object[i + k] = object;
-      if (!keep_history) {
-        memset(&c->writer[i], 0, n * sizeof(uint32_t));
-        memset(&c->reader[i], 0, n * sizeof(uint32_t));
-      }
-    }
-    address = stop;
+  set_range(address, size, FIELD_OBJECT, object, object != 0);
+  if (!keep_history) {
+    set_range(address, size, FIELD_WRITER, 0, 0);
+    set_range(address, size, FIELD_READER, 0, 0);
   }
 }
 
@@ -302,7 +391,7 @@ int64_t tr_add_object(uint64_t address, uint64_t size, uint32_t kind, uint64_t s
 
 static uint32_t object_at(uint64_t address) {
   ShadowChunk *c = chunk_of(address, 0);
-  return c ? c->object[address & (CHUNK_SIZE - 1)] : 0;
+  return c ? byte_field(c, address & (CHUNK_SIZE - 1), FIELD_OBJECT) : 0;
 }
 
 /* free(): the object ends; nothing flows from it to a later block at the same address. */
@@ -325,10 +414,14 @@ void tr_move_object(uint64_t old_address, uint64_t new_address, uint64_t new_siz
   uint64_t moved = old->size < new_size ? old->size : new_size;
   int64_t fresh = tr_add_object(new_address, new_size, KIND_HEAP, site, 0);
   if (fresh < 0) return;
-  for (uint64_t k = 0; k < moved; k++) {
-    ShadowChunk *from = chunk_of(old_address + k, 0), *to = chunk_of(new_address + k, 0);
-    if (from && to)
-      to->writer[(new_address + k) & (CHUNK_SIZE - 1)] = from->writer[(old_address + k) & (CHUNK_SIZE - 1)];
+  /* Whole granules while both blocks are aligned alike (malloc's 16-byte alignment), bytes else. */
+  int aligned = (old_address % GRANULE) == 0 && (new_address % GRANULE) == 0;
+  for (uint64_t k = 0; k < moved;) {
+    ShadowChunk *from = chunk_of(old_address + k, 0);
+    uint64_t i = (old_address + k) & (CHUNK_SIZE - 1);
+    uint64_t step = aligned && k % GRANULE == 0 && k + GRANULE <= moved && from && !(from->object[i / GRANULE] & SPLIT) ? GRANULE : 1;
+    if (from) set_range(new_address + k, step, FIELD_WRITER, byte_field(from, i, FIELD_WRITER), 0);
+    k += step;
   }
   if (old_address != new_address) {
     old->alive = 0;
@@ -340,11 +433,7 @@ void tr_move_object(uint64_t old_address, uint64_t new_address, uint64_t new_siz
 /* calloc(): the allocating task instance wrote the zeros. */
 void tr_mark_written(uint64_t address, uint64_t size) {
   if (!tr_state.following) return;
-  uint32_t me = tr_state.current + 1;
-  for (uint64_t k = 0; k < size; k++) {
-    ShadowChunk *c = chunk_of(address + k, 0);
-    if (c) c->writer[(address + k) & (CHUNK_SIZE - 1)] = me;
-  }
+  set_range(address, size, FIELD_WRITER, tr_state.current + 1, 0);
 }
 
 /* ---- task instances ---- */

@@ -26,6 +26,7 @@ __attribute__((noinline)) static int scratch_read(void) { volatile int tmp[64]; 
 __attribute__((noinline)) static void copy_bytes(char *d, const char *s, size_t n) { memcpy(d, s, n); }
 __attribute__((noinline)) static void fill_bytes(char *d, int v, size_t n) { memset(d, v, n); }
 __attribute__((noinline)) static int sum_bytes(const char *d, size_t n) { int s = 0; for (size_t i = 0; i < n; i++) s += d[i]; return s; }
+__attribute__((noinline)) static void write_chars(char *d, int from, int to) { for (int i = from; i < to; i++) d[i] = (char) i; }
 __attribute__((noinline)) static void say(const char *what) { printf("%s\n", what); }
 
 int main(void)
@@ -35,6 +36,7 @@ int main(void)
   int *dis = malloc(16 * sizeof(int));
   int *w = malloc(4 * sizeof(int));
   int *nest = malloc(4 * sizeof(int));
+  char *bytes = malloc(8);
   double local[4];
   int sink = 0;
 
@@ -94,9 +96,16 @@ int main(void)
   int *zeros;
   TASK("allocate", zeros = calloc(16, sizeof(int)));
   TASK("read_zeros", sink += read_ints(zeros, 0, 16));
+  /* Bytes, not words: two tasks write single chars inside two ints, which are then read and
+   * written whole: each edge carries exactly the bytes that flow. */
+  TASK("write_chars", write_chars(bytes, 1, 3));
+  TASK("write_char", write_chars(bytes, 5, 6));
+  TASK("read_word", sink += read_ints((int *) bytes, 0, 2));
+  TASK("rewrite", write_ints((int *) bytes, 0, 2));
+  TASK("reread", sink += read_ints((int *) bytes, 0, 2));
   tareador_OFF();
 
   printf("sink %d\n", sink);
-  free(buf); free(src); free(dst); free(z); free(dis); free(w); free(nest); free(fresh); free(grow); free(zeros);
+  free(buf); free(src); free(dst); free(z); free(dis); free(w); free(nest); free(fresh); free(grow); free(zeros); free(bytes);
   return 0;
 }

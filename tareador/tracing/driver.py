@@ -18,7 +18,7 @@ import frida
 
 from tareador.tracing import toolchain
 
-BUFFER_RECORDS = 1 << 20
+BUFFER_RECORDS = 1 << 16  # 1 MiB of records: stays in cache between the inline writes and the analysis
 ADDR_NO_RANDOMIZE = 0x0040000
 # glibc would pick AVX-512 string functions on CPUs that have them; their masked stores cannot be
 # sized exactly from the instruction, so ask for the SSE2/AVX2 variants instead.
