@@ -40,11 +40,12 @@ RULE_EDGES = {
     ("write_char", "rewrite", "WAW", heap("*bytes = malloc"), 1),
     ("read_word", "rewrite", "WAR", heap("*bytes = malloc"), 8),
     ("rewrite", "reread", "RAW", heap("*bytes = malloc"), 8),  # whole ints again
+    ("write_mapped", "read_mapped", "RAW", heap("*mapped = mmap"), 16),  # ints 4..7 of a mapping
 }
 # Tasks doing `sink += ...` read and write main's local `sink`: a genuine chain through it.
 SINK_TASKS = ["consume_part", "get_global", "sum_local", "private_a", "private_b", "use_dst", "use_big",
               "read_z", "read_new", "read_grow", "read_dis", "read_en", "war_read", "outer", "read_zeros",
-              "read_word", "reread"]
+              "read_word", "reread", "read_mapped"]
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +79,8 @@ def test_no_edge_through_libc_state_private_stack_or_freed_block(rules_trace):
 def test_task_table_and_summary(rules_trace):
     t = rules_trace
     names = [x.name for x in t.tasks if not x.is_main]
-    assert len(names) == 37 and len(set(names)) == 37
-    assert t.summary["instances"] == 37 and t.summary["task_types"] == 37
+    assert len(names) == 39 and len(set(names)) == 39
+    assert t.summary["instances"] == 39 and t.summary["task_types"] == 39
     assert t.summary["partial"] is False and t.summary["exit_status"] == 0
     inner = next(x for x in t.tasks if x.name == "inner")
     outer = next(x for x in t.tasks if x.name == "outer")

@@ -118,6 +118,9 @@ function loadNative(options) {
   const thread = Memory.alloc(8);
   thread.writeU64(Process.id);
   const blocks = Memory.alloc(8);
+  const mapping = Memory.alloc(16);
+  mapping.writePointer(Module.getGlobalExportByName('mmap'));
+  mapping.add(8).writePointer(Module.getGlobalExportByName('munmap'));
   const symbols = {
     tr_state: shadow.state,
     tr_flush_callout: lib.getExportByName('tr_flush_callout'),
@@ -127,6 +130,8 @@ function loadNative(options) {
     tareador_markers: markers,
     tareador_blocks: blocks,
     tareador_thread: thread,
+    tareador_libc_mapping: mapping,
+    gettid: Module.getGlobalExportByName('gettid'),
   };
   for (const name of ['tr_enter_allocator', 'tr_leave_allocator', 'tr_add_object', 'tr_remove_object_at',
     'tr_move_object', 'tr_mark_written'])
@@ -201,8 +206,24 @@ function finish(ending) {
   recv('ack', () => {}).wait();
 }
 
+/* Point the program's own GOT entries for mmap/munmap at the native wrappers (allocations.c).
+ * Done when main starts, after the dynamic linker has filled the GOT; the program's earlier
+ * mappings (constructors) are not objects. */
+function redirectMappings(cm) {
+  const wrappers = { mmap: cm.tareador_mmap, mmap64: cm.tareador_mmap, munmap: cm.tareador_munmap };
+  for (const imp of Process.mainModule.enumerateImports()) {
+    if (!(imp.name in wrappers) || !imp.slot) continue;
+    Memory.protect(imp.slot, Process.pointerSize, 'rw-');
+    imp.slot.writePointer(wrappers[imp.name]);
+  }
+}
+
 function install() {
   hookAllocator(native.allocations);
+  const main = Process.mainModule.findExportByName('main') || Process.mainModule.findSymbolByName('main');
+  if (main !== null) {
+    const redirect = Interceptor.attach(main, { onEnter() { redirectMappings(native.allocations); redirect.detach(); } });
+  }
   const onAddress = native.markers[MARK.ON];
   const offAddress = native.markers[MARK.OFF];
   if (onAddress !== null) {
@@ -210,7 +231,6 @@ function install() {
     Interceptor.attach(offAddress, { onEnter() { stopFollowing(this.context, this.threadId); } });
   } else {
     /* No tareador_ON in the program: the whole of main is one task. */
-    const main = Process.mainModule.findExportByName('main') || Process.mainModule.findSymbolByName('main');
     if (main === null) throw new Error('the program has neither tareador_ON nor a main symbol');
     Interceptor.attach(main, { onEnter() { startFollowing(this.context, this.threadId); } });
   }

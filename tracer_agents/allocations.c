@@ -3,8 +3,11 @@
  *
  * Only blocks the program asks for become objects: a call whose return address lies outside the
  * program's own code (libc allocating a stdio buffer for itself, say) is libc's business. Only
- * the main thread is traced, so other threads' calls are ignored. mmap/munmap are not hooked
- * (see agent.js): Stalker maps its own code slabs on the traced thread.
+ * the main thread is traced, so other threads' calls are ignored.
+ *
+ * mmap/munmap are not Interceptor listeners: Frida itself maps memory with them on every thread,
+ * and a listener there deadlocks with the exit handshake. The program's own calls go through
+ * its GOT, which agent.js points at tareador_mmap/tareador_munmap below.
  */
 #include <gum/guminterceptor.h>
 
@@ -19,6 +22,8 @@ extern void tr_mark_written (guint64 address, guint64 size);
 /* [start, end) pairs of the program's own code, ended by a 0 pair; and the traced thread id. */
 extern guint64 tareador_user_ranges[];
 extern guint64 tareador_thread[];
+/* libc's mmap and munmap, where the program's GOT pointed before agent.js redirected it. */
+extern gpointer tareador_libc_mapping[];
 
 typedef struct { guint64 first, second; gboolean traced; } CallData;
 
@@ -100,6 +105,40 @@ void posix_memalign_leave (GumInvocationContext * ic)
   CallData * d = leave (ic);
   if (d->traced && RETURNED == 0)
     add_heap (ic, *(guint64 *) d->first, d->second);
+}
+
+extern gint gettid (void);
+
+typedef gpointer (* MmapFunction) (gpointer, gsize, gint, gint, gint, gint64);
+typedef gint (* MunmapFunction) (gpointer, gsize);
+
+static gboolean on_traced_thread (void)
+{
+  return (guint64) gettid () == tareador_thread[0];
+}
+
+/* A mapping the program asks for is an object like a heap block, named by the calling line. */
+gpointer tareador_mmap (gpointer address, gsize length, gint prot, gint flags, gint fd, gint64 offset)
+{
+  gboolean traced = on_traced_thread ();
+  if (traced)
+    tr_enter_allocator ();
+  gpointer mapped = ((MmapFunction) tareador_libc_mapping[0]) (address, length, prot, flags, fd, offset);
+  if (traced)
+  {
+    tr_leave_allocator ();
+    if (mapped != (gpointer) -1)
+      tr_add_object (GUM_ADDRESS (mapped), length, KIND_HEAP, GUM_ADDRESS (__builtin_return_address (0)), 0);
+  }
+  return mapped;
+}
+
+/* munmap of a whole mapping ends it, as free() ends a block. */
+gint tareador_munmap (gpointer address, gsize length)
+{
+  if (on_traced_thread ())
+    tr_remove_object_at (GUM_ADDRESS (address));
+  return ((MunmapFunction) tareador_libc_mapping[1]) (address, length);
 }
 
 void free_enter (GumInvocationContext * ic)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "tareador.h"
 
 #define TASK(name, call) do { tareador_start_task(name); call; tareador_end_task(name); } while (0)
@@ -37,6 +38,7 @@ int main(void)
   int *w = malloc(4 * sizeof(int));
   int *nest = malloc(4 * sizeof(int));
   char *bytes = malloc(8);
+  int *mapped = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   double local[4];
   int sink = 0;
 
@@ -103,9 +105,13 @@ int main(void)
   TASK("read_word", sink += read_ints((int *) bytes, 0, 2));
   TASK("rewrite", write_ints((int *) bytes, 0, 2));
   TASK("reread", sink += read_ints((int *) bytes, 0, 2));
+  /* A mapping the program makes itself is an object too, named by the line of the mmap. */
+  TASK("write_mapped", write_ints(mapped, 0, 8));
+  TASK("read_mapped", sink += read_ints(mapped, 4, 8));
   tareador_OFF();
 
   printf("sink %d\n", sink);
   free(buf); free(src); free(dst); free(z); free(dis); free(w); free(nest); free(fresh); free(grow); free(zeros); free(bytes);
+  munmap(mapped, 4096);
   return 0;
 }
