@@ -19,7 +19,7 @@ examples: deps
 demo: examples
 	tareador trace -o $(DEMO) -- examples/bin/cholesky 4 16
 	tareador graph $(DEMO)
-	tareador simulate $(DEMO) --cores 1,2,4,8,16,inf --plot --prv --chrome --dim
+	tareador simulate $(DEMO) --cores 1,2,4,8,16,inf --plot --prv --chrome --csv --dim
 
 test: deps
 	$(PYTHON) -m pytest -q

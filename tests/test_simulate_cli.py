@@ -74,6 +74,15 @@ def test_simulate_outputs(tareador, trace_dir, tmp_path):
     assert (tmp_path / "r.pcf").exists()
 
 
+def test_csv_outputs(tareador, trace_dir, tmp_path):
+    status, out, _ = tareador("simulate", trace_dir, "--cores", "1,2,inf", "--csv", "-o", tmp_path)
+    assert status == 0 and "speedup.csv profile.csv" in out
+    assert (tmp_path / "speedup.csv").read_text().splitlines() == [
+        "cores,time,speedup,efficiency", "1,4e-06,1.0,1.0", "2,2e-06,2.0,1.0", "inf,1e-06,4.0,"]
+    # Unbounded: the 4 leaves of 1000 instructions run together, between empty main fragments.
+    assert (tmp_path / "profile.csv").read_text().splitlines() == ["time,running", "0.0,4", "1e-06,0"]
+
+
 def test_replay_table(tareador, tmp_path):
     from tareador.formats.dimemas import write_dim
 

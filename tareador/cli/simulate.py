@@ -26,6 +26,8 @@ def register(subparsers) -> None:
     p.add_argument("--prv", action="store_true", help="write a Paraver trace of each simulation")
     p.add_argument("--chrome", action="store_true", help="write a Chrome/Perfetto JSON of each simulation")
     p.add_argument("--plot", action="store_true", help="write speedup.png, profile.png and gantt.png")
+    p.add_argument("--csv", action="store_true", help="write speedup.csv (cores,time,speedup,efficiency) and "
+                   "profile.csv (time,running) of the widest simulated machine")
     p.add_argument("--dim", action="store_true", help="write ompss.dim and authentic.dim for 'tareador replay'")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.add_argument("-o", "--output", metavar="OUTDIR", help="where files go (default DIR)")
@@ -165,6 +167,30 @@ def _write_outputs(args, out: Path, dag, result, machine) -> dict[str, list[Path
             print(f"tareador: no Gantt chart: {dag.n} task instances are too many bars", file=sys.stderr)
         else:
             wrote("plots", gantt)
+    if args.csv:
+        wrote("CSV", *_write_csv(out, result))
     if args.dim:
         wrote("Dimemas", *write_dim_traces(dag, out, machine.instructions_per_second, result.overhead))
     return written
+
+
+def _write_csv(out: Path, result) -> list[Path]:
+    """The table and the parallelism profile as plain CSV, in seconds, for scripts and spreadsheets."""
+    import csv
+
+    from tareador.analyses.speedup import parallelism_profile
+
+    table = out / "speedup.csv"
+    with table.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["cores", "time", "speedup", "efficiency"])
+        w.writerows([r["cores"], r["time"], r["speedup"], "" if r["efficiency"] is None else r["efficiency"]]
+                     for r in result.rows())
+    widest = max(result.schedules, key=lambda s: s.cores_used)
+    times, running = parallelism_profile(widest)
+    profile = out / "profile.csv"
+    with profile.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["time", "running"])
+        w.writerows(zip((times / result.rate).tolist(), running.tolist()))
+    return [table, profile]
