@@ -17,7 +17,7 @@ examples: deps
 	$(MAKE) -C examples
 
 demo: examples
-	tareador trace -o $(DEMO) -- examples/bin/cholesky 4 16
+	tareador trace -o $(DEMO) -- examples/bin/cholesky 6 32
 	tareador graph $(DEMO)
 	tareador simulate $(DEMO) --cores 1,2,4,8,16,inf --plot --prv --chrome --csv --dim
 

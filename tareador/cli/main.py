@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from tareador import __version__
@@ -44,4 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tareador: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `tareador ... | head`: the reader left; the outputs are written, say nothing more.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
