@@ -14,24 +14,30 @@ What the model does (checked against Dimemas 5.5.0, see formats.md):
   (higher value first, never-set first in LIFO order); ``rr`` slices bursts by the quantum.
 
 Sends and receives are matched before the run (MPI order: k-th send of a key with the k-th
-receive), so the event loop only touches flat lists of numbers.
+receive), so the event loop only touches flat arrays of numbers. It runs in C (engine_loop.c,
+built on first use through tareador.native) because it visits every action of traces with
+millions of threads; Python plans the run and turns what the loop recorded into Paraver records.
 """
 
 from __future__ import annotations
 
-import heapq
-from collections import deque
+import ctypes
 from dataclasses import dataclass
-from itertools import count
+from functools import cache
+from pathlib import Path
 
 import numpy as np
 
 from tareador.formats.dimemas import BURST, EVENT, RECV, SEND, SYNC_IMMEDIATE, SYNC_RENDEZVOUS, DimError, DimTrace
 from tareador.formats.paraver import (PRIORITY_EVENT, RUNNING, WAITING_CPU, WAITING_MESSAGE, ParaverRun)
+from tareador.native import build, compiler
 from tareador.replay.machine import MB, Machine
 
-A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_PRIORITY = range(6)
+A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_PRIORITY = range(6)  # enum action in engine_loop.c
+POLICIES = {"fifo": 0, "cp": 1, "rr": 2}  # enum policy in engine_loop.c
+LOOP_NOMEM, LOOP_DONE = -1, 0  # enum status in engine_loop.c
 NS = 1e9  # the event loop counts nanoseconds in floats, as Dimemas does: whole ns stay exact
+PROGRESS_EVERY = 65536  # finished threads between progress reports (and chances to take Ctrl-C)
 
 
 @dataclass
@@ -52,18 +58,18 @@ class _Plan:
     """The trace reduced to what the event loop needs."""
 
     kind: np.ndarray  # per action
-    value: np.ndarray  # burst seconds / message index / priority
+    value: np.ndarray  # burst ns / message index / priority rank (0 = never set, then 1 runs first)
     record: np.ndarray  # trace record of each action
     thread_start: np.ndarray  # first action of each thread (+ end)
     node: np.ndarray  # node of each thread
-    latency: np.ndarray  # per message
+    latency: np.ndarray  # per message, ns
     transfer: np.ndarray
     rendezvous: np.ndarray
     immediate: np.ndarray
     size: np.ndarray
     tag: np.ndarray
-    pools: list[int]  # capacity of each limited resource
-    needs: list[tuple[int, ...]]  # pools each message holds during its transfer
+    capacity: np.ndarray  # of each limited bus or link
+    needs: np.ndarray | None  # per message, the pools its transfer holds (-1: none); None: all unlimited
 
 
 def _match(first_keys: list[np.ndarray], second_keys: list[np.ndarray], first: np.ndarray, second: np.ndarray,
@@ -78,7 +84,7 @@ def _match(first_keys: list[np.ndarray], second_keys: list[np.ndarray], first: n
     rec = np.concatenate([first, second])
     side = np.concatenate([np.zeros(n1, np.int8), np.ones(len(second), np.int8)])
     cols = [np.concatenate([a, b]) for a, b in zip(first_keys, second_keys)]
-    order = np.lexsort([rec, side, *cols[::-1]])
+    order = np.lexsort(cols[::-1])  # stable: within a key, all of first then all of second, in trace order
     new = np.ones(len(order), bool)
     if len(order) > 1:
         same = np.ones(len(order) - 1, bool)
@@ -115,13 +121,19 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
     waits = np.flatnonzero((op == RECV) & (mode >= 2))
 
     def key(idx: np.ndarray, sending: bool) -> list[np.ndarray]:
-        """(per-thread?, sender, receiver, tag, comm): MPI messages match task to task."""
+        """(per-thread?, sender, receiver, tag, comm): MPI messages match task to task.
+
+        Packed into two int64 columns in that order of significance (ids are below 2^31, tag
+        and comm int32), because sorting and comparing few columns is what matching costs.
+        """
         own, partner_task, partner_thread = g[idx], trace.a[idx], trace.b[idx]
         threaded = partner_thread >= 0
         mine = np.where(threaded, own, task_of[own])
         theirs = np.where(threaded, base[partner_task] + np.maximum(partner_thread, 0), partner_task)
         sender, receiver = (mine, theirs) if sending else (theirs, mine)
-        return [threaded.astype(np.int64), sender, receiver, trace.tag[idx], trace.comm[idx]]
+        who = (threaded.astype(np.int64) << 62) | (sender.astype(np.int64) << 31) | receiver
+        what = (trace.tag[idx].astype(np.int64) << 32) + trace.comm[idx] + (1 << 31)
+        return [who, what]
 
     msg = np.full(len(op), -1, np.int64)
     msg[sends] = np.arange(len(sends))
@@ -140,8 +152,10 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
     kind = np.select([op[record] == BURST, op[record] == SEND, (op[record] == RECV) & (mode[record] == 0),
                       (op[record] == RECV) & (mode[record] == 1), op[record] == RECV],
                      [A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT], A_PRIORITY)
-    value = np.where(kind == A_BURST, trace.secs[record] * NS / machine.relative_speed,
-                     np.where(kind == A_PRIORITY, trace.b[record], msg[record]).astype(float))
+    arg = msg[record]
+    priority = kind == A_PRIORITY
+    arg[priority] = _priority_ranks(trace.b[record[priority]])
+    value = np.where(kind == A_BURST, trace.secs[record] * NS / machine.relative_speed, arg.astype(float))
     thread_start = np.searchsorted(g[record], np.arange(len(trace.thread_start)))
 
     sender = g[sends]
@@ -155,314 +169,181 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
     ns_per_byte = np.divide(NS / MB, bandwidth, out=np.zeros(len(sends)), where=bandwidth > 0)
     size = trace.size[sends]
     transfer = ns_per_byte * size
-    pools, needs = _resources(machine, node_of_task, src_task, dest_task, same_node, same_task)
+    capacity, needs = _resources(machine, ntasks, node_of_task, src_task, dest_task, same_node, same_task)
     return _Plan(kind=kind.astype(np.int8), value=value, record=record, thread_start=thread_start,
-                 node=node_of_task[task_of], latency=latency, transfer=transfer,
+                 node=node_of_task[task_of].astype(np.int32), latency=latency, transfer=transfer,
                  rendezvous=((mode[sends] & SYNC_RENDEZVOUS) > 0) | same_task,
-                 immediate=(mode[sends] & SYNC_IMMEDIATE) > 0, size=size, tag=trace.tag[sends], pools=pools,
+                 immediate=(mode[sends] & SYNC_IMMEDIATE) > 0, size=size, tag=trace.tag[sends], capacity=capacity,
                  needs=needs)
 
 
-def _resources(m: Machine, node_of_task, src_task, dest_task, same_node, same_task):
-    """Limited buses and links as counted pools; an empty list when everything is unlimited."""
-    pools: list[int] = []
-    index: dict[tuple, int] = {}
+def _priority_ranks(values: np.ndarray) -> np.ndarray:
+    """Dimemas' priority is 1/value, lowest first, 0 (or never set) before all: rank the values
+    so that the loop compares small integers, 1 for the highest value."""
+    ordered = np.sort(values[values > 0])  # then deduplicated: np.unique hashes, 10x slower here
+    positive = np.concatenate([ordered[:1], ordered[1:][ordered[1:] != ordered[:-1]]])
+    return np.where(values > 0, len(positive) - np.searchsorted(positive, values), 0)
 
-    def pool(name: tuple, capacity: int) -> list[int]:
-        if capacity <= 0:
-            return []
-        if name not in index:
-            index[name] = len(pools)
-            pools.append(capacity)
-        return [index[name]]
 
+def _resources(m: Machine, ntasks: int, node_of_task, src_task, dest_task, same_node, same_task):
+    """Limited buses and links as counted pools: their capacities, and per message the pools its
+    transfer holds (-1: none), or None when everything is unlimited.
+
+    A message within a node holds its node's bus and, between tasks, the sender's out link and
+    the receiver's in link; between nodes, the global bus and the nodes' out and in links.
+    """
     if not any((m.buses, m.in_links, m.out_links, m.intra_buses, m.intra_in_links, m.intra_out_links)):
-        return pools, []
-    needs = []
-    for s, d, local, own in zip(src_task.tolist(), dest_task.tolist(), same_node.tolist(), same_task.tolist()):
-        ns, nd = int(node_of_task[s]), int(node_of_task[d])
-        if local:
-            need = pool(("bus", ns), m.intra_buses)
-            if not own:
-                need += pool(("out", "task", s), m.intra_out_links) + pool(("in", "task", d), m.intra_in_links)
-        else:
-            need = pool(("bus",), m.buses) + pool(("out", ns), m.out_links) + pool(("in", nd), m.in_links)
-        needs.append(tuple(need))
-    return pools, needs
+        return np.zeros(0, np.int64), None
+    src_node, dest_node = node_of_task[src_task], node_of_task[dest_task]
+    between_tasks = same_node & ~same_task
+    families = [(m.intra_buses, m.nodes, np.where(same_node, src_node, -1)),
+                (m.intra_out_links, ntasks, np.where(between_tasks, src_task, -1)),
+                (m.intra_in_links, ntasks, np.where(between_tasks, dest_task, -1)),
+                (m.buses, 1, np.where(same_node, -1, 0)),
+                (m.out_links, m.nodes, np.where(same_node, -1, src_node)),
+                (m.in_links, m.nodes, np.where(same_node, -1, dest_node))]
+    capacity, needs = [], []
+    for limit, count, pool in families:
+        if limit > 0:
+            needs.append(np.where(pool >= 0, pool + len(capacity), -1))
+            capacity += [limit] * count
+    return np.array(capacity, np.int64), np.stack(needs, axis=1).astype(np.int32)
 
 
 def replay(trace: DimTrace, machine: Machine, record: bool = False, progress=None) -> ReplayResult:
-    """Simulate the trace; ``record`` keeps what a Paraver trace of the run needs."""
+    """Simulate the trace; ``record`` keeps what a Paraver trace of the run needs.
+
+    ``progress`` (optional) is called with the number of threads finished since its last call.
+    """
     p = plan(trace, machine)
-    nthreads = len(p.thread_start) - 1
-    nmsg = len(p.latency)
-    kind, value = p.kind.tolist(), p.value.tolist()
-    for i in np.flatnonzero(p.kind != A_BURST).tolist():
-        value[i] = int(value[i])
-    end_of = p.thread_start[1:].tolist()
-    pc = p.thread_start[:-1].tolist()
-    node_of = p.node.tolist()
-    lat, xfer = p.latency.tolist(), p.transfer.tolist()
-    rdv, imm = p.rendezvous.tolist(), p.immediate.tolist()
-    needs, inuse, pools = p.needs, [0] * len(p.pools), p.pools
-    pending_transfers: list[int] = []
-    arrived = bytearray(nmsg)
-    posted = bytearray(nmsg)
-    waiter = [-1] * nmsg
-    parked = [-2] * nmsg  # rendezvous send waiting for its receive: -1 immediate, else the blocked sender
-    paid = bytearray(nthreads)
-    cpu_of = [-1] * nthreads
-    thread_end = [0.0] * nthreads
-    policy = machine.policy
-    quantum = machine.quantum * NS
-    left: dict[int, float] = {}
-    nnodes = machine.nodes
-    free = [list(range(machine.cores_per_node - 1, -1, -1)) for _ in range(nnodes)]  # stacks: CPU 0 first
-    fifo = [deque() for _ in range(nnodes)]
-    prio_heap: list[list] = [[] for _ in range(nnodes)]
-    # Dimemas' priority is 1/value, lowest first, 0 before all: rank the values once.
-    positive = np.unique(p.value[(p.kind == A_PRIORITY) & (p.value > 0)]).astype(np.int64).tolist()
-    rank = dict(zip(positive, range(len(positive), 0, -1)))
-    rank[0] = 0
-    priority = [0] * nthreads
-    order = count()
-    heap: list = []
-    push, pop = heapq.heappush, heapq.heappop
-    runnable: deque[int] = deque()
-    now = 0.0
-    rec = _Recorder(p, nthreads, nmsg) if record else None
-
-    def make_ready(t: int) -> None:
-        n = node_of[t]
-        if free[n] and not (fifo[n] or prio_heap[n]):
-            cpu_of[t] = free[n].pop()
-            runnable.append(t)
-        elif policy == "cp":
-            # One int per entry (tuples compare slowly): priority rank, then arrival order
-            # (LIFO for threads without a priority yet, as Dimemas), then the thread.
-            seq = next(order)
-            push(prio_heap[n], ((priority[t] << 41) + (seq if priority[t] else -seq)) * nthreads + t)
-        else:
-            fifo[n].append(t)
-        if rec:
-            rec.ready(t, now)
-
-    def release(t: int) -> None:
-        n = node_of[t]
-        cpu = cpu_of[t]
-        cpu_of[t] = -1
-        if fifo[n]:
-            nxt = fifo[n].popleft()
-        elif prio_heap[n]:
-            nxt = pop(prio_heap[n]) % nthreads
-        else:
-            free[n].append(cpu)
-            return
-        cpu_of[nxt] = cpu
-        runnable.append(nxt)
-        if rec:
-            rec.state(nxt, -1, rec.queued[nxt], now, WAITING_CPU)
-
-    def deliver(m: int) -> None:
-        arrived[m] = 1
-        if rec:
-            rec.precv[m] = now
-        if needs:
-            for r in needs[m]:
-                inuse[r] -= 1
-        w = waiter[m]
-        if w >= 0:
-            waiter[m] = -1
-            if rec:
-                rec.state(w, cpu_of[w], rec.blocked[w], now, WAITING_MESSAGE)
-            make_ready(w)
-        if needs and pending_transfers:
-            waiting = pending_transfers[:]
-            pending_transfers.clear()
-            for q in waiting:
-                transfer(q)
-
-    def transfer(m: int) -> None:
-        if needs:
-            need = needs[m]
-            if any(inuse[r] >= pools[r] for r in need):
-                pending_transfers.append(m)
-                return
-            for r in need:
-                inuse[r] += 1
-        if rec:
-            rec.psend[m] = now
-        t = xfer[m]
-        if t > 0:
-            push(heap, (now + t, next(order), -1 - m))
-        else:
-            deliver(m)
-
-    for t in range(nthreads):
-        if pc[t] < end_of[t]:
-            make_ready(t)
-    finished = reported = 0
-    while True:
-        while runnable:
-            t = runnable.popleft()
-            i = pc[t]
-            end = end_of[t]
-            while True:
-                if i == end:
-                    pc[t] = end
-                    thread_end[t] = now
-                    release(t)
-                    finished += 1
-                    break
-                k = kind[i]
-                if rec and not paid[t]:
-                    rec.reach[i] = now
-                if k == A_BURST:
-                    d = value[i]
-                    if policy == "rr":
-                        d = left.pop(t, d)
-                        if d > quantum:
-                            left[t] = d - quantum
-                            d = quantum
-                        else:
-                            i += 1
-                        pc[t] = i
-                        push(heap, (now + d, next(order), nthreads + t))
-                    else:
-                        pc[t] = i + 1
-                        push(heap, (now + d, next(order), t))
-                    if rec:
-                        rec.state(t, cpu_of[t], now, now + d, RUNNING)
-                    break
-                if k == A_PRIORITY:
-                    priority[t] = rank[value[i]]
-                    i += 1
-                    continue
-                m = value[i]
-                if k != A_WAIT and lat[m] and not paid[t]:
-                    paid[t] = 1
-                    pc[t] = i
-                    push(heap, (now + lat[m], next(order), t))
-                    if rec:
-                        rec.state(t, cpu_of[t], now, now + lat[m], RUNNING)
-                    break
-                paid[t] = 0
-                if k == A_SEND:
-                    if rec:
-                        rec.send(m, t, cpu_of[t], rec.reach[i])
-                    if rdv[m] and not posted[m]:
-                        if imm[m]:
-                            parked[m] = -1
-                            i += 1
-                            continue
-                        parked[m] = t
-                        pc[t] = i + 1
-                        if rec:
-                            rec.blocked[t] = now
-                        release(t)
-                        break
-                    transfer(m)
-                    i += 1
-                    continue
-                if k != A_WAIT:
-                    posted[m] = 1
-                    if rec:
-                        rec.recv(m, t, cpu_of[t], rec.reach[i])
-                    s = parked[m]
-                    if s != -2:
-                        parked[m] = -2
-                        transfer(m)
-                        if s >= 0:
-                            if rec:
-                                rec.state(s, -1, rec.blocked[s], now, WAITING_MESSAGE)
-                            make_ready(s)
-                if k == A_IRECV or arrived[m]:
-                    i += 1
-                    continue
-                waiter[m] = t
-                pc[t] = i + 1
-                if rec:
-                    rec.blocked[t] = now
-                release(t)
-                break
-        if progress is not None and finished >= reported + 65536:
-            progress(finished - reported)
-            reported = finished
-        if not heap:
-            break
-        now, _, code = pop(heap)
-        if code >= nthreads:  # a round-robin slice ended: back to the end of the queue
-            t = code - nthreads
-            release(t)
-            make_ready(t)
-        elif code >= 0:
-            runnable.append(code)
-        else:
-            deliver(-1 - code)
-    stuck = [t for t in range(nthreads) if pc[t] < end_of[t]]
-    if stuck:
-        t = stuck[0]
+    arrays = _loop_arrays(p, record)
+    states = _run_loop(_plan_struct(p, machine, arrays, record), progress)
+    pc, end_of = arrays["pc"], p.thread_start[1:]
+    stuck = np.flatnonzero(pc < end_of)
+    if len(stuck):
+        t = int(stuck[0])
         task, thread = trace.thread_name(t)
-        line = trace.line(int(p.record[min(pc[t], end_of[t]) - 1]))
+        line = trace.line(int(p.record[pc[t] - 1]))
         raise DimError(f"{trace.path}:{line}: deadlock: {len(stuck)} threads never finish, first task {task} "
                        f"thread {thread}, blocked after this record")
-    ends = np.array(thread_end) / NS
+    ends = arrays["thread_end"] / NS
     return ReplayResult(makespan=float(ends.max(initial=0.0)), thread_end=ends, threads=list(trace.threads),
-                        paraver=rec.paraver(trace, machine, ends * NS) if rec else None)
+                        paraver=_paraver(trace, machine, p, arrays, states, ends * NS) if record else None)
+
+
+# struct plan in engine_loop.c, in its order: int64 scalars, the quantum, then pointers to the
+# plan's arrays, the loop's outputs and the recorder's (only when recording), each of the type
+# the loop reads it as.
+_SCALARS = ("nthreads", "nmsg", "nnodes", "cores", "npools", "nneeds", "policy", "record", "running",
+            "waiting_cpu", "waiting_message")
+_PLAN_ARRAYS = (("kind", np.int8), ("value", np.float64), ("thread_start", np.int64), ("node", np.int32),
+                ("latency", np.float64), ("transfer", np.float64), ("rendezvous", np.bool_),
+                ("immediate", np.bool_), ("needs", np.int32), ("capacity", np.int64))
+_OUTPUTS = (("pc", np.int64), ("thread_end", np.float64))
+_RECORDED = (("reach", np.float64), ("lsend", np.float64), ("psend", np.float64), ("lrecv", np.float64),
+             ("precv", np.float64), ("sthread", np.int64), ("scpu", np.int64), ("rthread", np.int64),
+             ("rcpu", np.int64))
+
+
+class _PlanStruct(ctypes.Structure):
+    _fields_ = ([(name, ctypes.c_int64) for name in _SCALARS] + [("quantum", ctypes.c_double)]
+                + [(name, ctypes.c_void_p) for name, _ in _PLAN_ARRAYS + _OUTPUTS + _RECORDED])
+
+
+def _loop_arrays(p: _Plan, record: bool) -> dict[str, np.ndarray | None]:
+    """The plan's arrays as the loop reads them, and zeroed arrays for it to write into."""
+    nthreads, nactions, nmsg = len(p.thread_start) - 1, len(p.kind), len(p.latency)
+    arrays = {name: None if getattr(p, name) is None else np.ascontiguousarray(getattr(p, name), dtype)
+              for name, dtype in _PLAN_ARRAYS}
+    arrays |= {name: np.zeros(nthreads, dtype) for name, dtype in _OUTPUTS}
+    arrays |= {name: np.zeros(nactions if name == "reach" else nmsg, dtype) if record else None
+               for name, dtype in _RECORDED}
+    return arrays
+
+
+def _plan_struct(p: _Plan, machine: Machine, arrays: dict, record: bool) -> _PlanStruct:
+    """struct plan pointing into ``arrays``, which must outlive the loop."""
+    scalars = dict(nthreads=len(p.thread_start) - 1, nmsg=len(p.latency), nnodes=machine.nodes,
+                   cores=machine.cores_per_node, npools=len(p.capacity),
+                   nneeds=0 if p.needs is None else p.needs.shape[1], policy=POLICIES[machine.policy],
+                   record=int(record), running=RUNNING, waiting_cpu=WAITING_CPU, waiting_message=WAITING_MESSAGE)
+    pointers = {name: None if a is None else a.ctypes.data for name, a in arrays.items()}
+    return _PlanStruct(**scalars, quantum=machine.quantum * NS, **pointers)
+
+
+def _run_loop(struct: _PlanStruct, progress) -> np.ndarray:
+    """Run the C loop to the end, pausing to report progress; returns the recorded states."""
+    lib = _library()
+    loop = lib.loop_new(ctypes.byref(struct))
+    if not loop:
+        raise MemoryError("not enough memory for the replay's event loop")
+    try:
+        reported = 0
+        while True:
+            status = lib.loop_run(loop, reported + PROGRESS_EVERY)
+            if status == LOOP_NOMEM:
+                raise MemoryError("the replay's event loop ran out of memory")
+            finished = lib.loop_finished(loop)
+            if progress is not None and finished > reported:
+                progress(finished - reported)
+            reported = finished
+            if status == LOOP_DONE:
+                break
+        rows = ctypes.POINTER(ctypes.c_double)()
+        n = lib.loop_states(loop, ctypes.byref(rows))
+        return np.ctypeslib.as_array(rows, (n, 5)).copy() if n else np.zeros((0, 5))
+    finally:
+        lib.loop_free(loop)
+
+
+@cache
+def _library() -> ctypes.CDLL:
+    """engine_loop.c, compiled once per version of its source; never contracting operations into
+    fused ones keeps every time the plain double sum the model defines, on any target."""
+    src = Path(__file__).with_name("engine_loop.c")
+    path = build("libtareador_replay.so", [src], lambda out, tmp: [
+        [compiler(), "-O2", "-fPIC", "-shared", "-ffp-contract=off", "-Wall", str(src), "-o", str(out)]])
+    lib = ctypes.CDLL(str(path))
+    lib.loop_new.restype = ctypes.c_void_p
+    lib.loop_new.argtypes = [ctypes.POINTER(_PlanStruct)]
+    lib.loop_run.restype = ctypes.c_int
+    lib.loop_run.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+    lib.loop_finished.restype = ctypes.c_int64
+    lib.loop_finished.argtypes = [ctypes.c_void_p]
+    lib.loop_states.restype = ctypes.c_int64
+    lib.loop_states.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_double))]
+    lib.loop_free.restype = None
+    lib.loop_free.argtypes = [ctypes.c_void_p]
+    return lib
 
 
 def _ns(times) -> np.ndarray:
     return np.rint(np.asarray(times, float)).astype(np.int64)
 
 
-class _Recorder:
-    """What happened when, for the Paraver trace of a replay (only when asked for)."""
+def _paraver(trace: DimTrace, machine: Machine, p: _Plan, rec: dict, st: np.ndarray, ends: np.ndarray) -> ParaverRun:
+    """The Paraver run from what the loop recorded: ``rec`` per action and message, ``st`` one
+    row (thread, cpu + 1, begin, end, state) per state; ``ends``: thread end times in ns, like
+    every time the loop keeps."""
+    from tareador.formats.paraver import task_event_labels
 
-    def __init__(self, p: _Plan, nthreads: int, nmsg: int):
-        self.p = p
-        self.reach = [0.0] * len(p.kind)
-        self.blocked = [0.0] * nthreads
-        self.queued = [0.0] * nthreads
-        self.states: list[tuple] = []
-        self.lsend, self.psend, self.lrecv, self.precv = ([0.0] * nmsg for _ in range(4))
-        self.sthread, self.scpu, self.rthread, self.rcpu = ([0] * nmsg for _ in range(4))
-
-    def state(self, t, cpu, begin, end, state):
-        if end > begin:
-            self.states.append((t, cpu + 1, begin, end, state))
-
-    def ready(self, t, now):
-        self.queued[t] = now
-
-    def send(self, m, t, cpu, when):
-        self.sthread[m], self.scpu[m], self.lsend[m] = t, cpu + 1, when
-
-    def recv(self, m, t, cpu, when):
-        self.rthread[m], self.rcpu[m], self.lrecv[m] = t, cpu + 1, when
-
-    def paraver(self, trace: DimTrace, machine: Machine, ends: np.ndarray) -> ParaverRun:
-        """``ends``: thread end times in ns, like every time the recorder keeps."""
-        from tareador.formats.paraver import task_event_labels
-
-        st = np.array(self.states, float).reshape(-1, 5)
-        # Events happen when the thread gets past the previous action: at the next action's start.
-        events = np.flatnonzero(trace.op == EVENT)
-        nxt = np.searchsorted(self.p.record, events)
-        g = trace.gthread[events]
-        same = (nxt < len(self.p.record)) & (trace.gthread[self.p.record[np.minimum(nxt, len(self.p.record) - 1)]] == g)
-        reach = np.array(self.reach + [0.0])
-        etime = np.where(same, reach[np.minimum(nxt, len(reach) - 1)], ends[g])
-        threads = [(task, h, int(self.p.node[base + h])) for task, (base, n) in
-                   enumerate(zip(trace.task_base.tolist(), trace.threads)) for h in range(n)]
-        values = {int(v): f"type {int(v)}" for v in np.unique(trace.b[events][trace.a[events] == 7003]) if v}
-        return ParaverRun(
-            end_time=int(_ns(ends.max(initial=0.0))), cpus_per_node=[machine.cores_per_node] * machine.nodes,
-            threads=threads,
-            states={"thread": st[:, 0].astype(np.int64), "cpu": st[:, 1].astype(np.int64), "begin": _ns(st[:, 2]),
-                    "end": _ns(st[:, 3]), "state": st[:, 4].astype(np.int64)},
-            events={"thread": g, "cpu": np.zeros(len(g), np.int64), "time": _ns(etime), "type": trace.a[events],
-                    "value": trace.b[events]},
-            comms={"thread": np.array(self.sthread), "cpu": np.array(self.scpu), "lsend": _ns(self.lsend),
-                   "psend": _ns(self.psend), "rthread": np.array(self.rthread), "rcpu": np.array(self.rcpu),
-                   "lrecv": _ns(self.lrecv), "precv": _ns(self.precv), "size": self.p.size, "tag": self.p.tag},
-            event_labels=task_event_labels({v: k for k, v in values.items()}))
+    # Events happen when the thread gets past the previous action: at the next action's start.
+    events = np.flatnonzero(trace.op == EVENT)
+    nxt = np.searchsorted(p.record, events)
+    g = trace.gthread[events]
+    owner = np.append(trace.gthread[p.record], -1)  # thread of each action, then of none
+    etime = np.where(owner[nxt] == g, np.append(rec["reach"], 0.0)[nxt], ends[g])
+    threads = [(task, h, int(p.node[base + h])) for task, (base, n) in
+               enumerate(zip(trace.task_base.tolist(), trace.threads)) for h in range(n)]
+    values = {int(v): f"type {int(v)}" for v in np.unique(trace.b[events][trace.a[events] == 7003]) if v}
+    return ParaverRun(
+        end_time=int(_ns(ends.max(initial=0.0))), cpus_per_node=[machine.cores_per_node] * machine.nodes,
+        threads=threads,
+        states={"thread": st[:, 0].astype(np.int64), "cpu": st[:, 1].astype(np.int64), "begin": _ns(st[:, 2]),
+                "end": _ns(st[:, 3]), "state": st[:, 4].astype(np.int64)},
+        events={"thread": g, "cpu": np.zeros(len(g), np.int64), "time": _ns(etime), "type": trace.a[events],
+                "value": trace.b[events]},
+        comms={"thread": rec["sthread"], "cpu": rec["scpu"], "lsend": _ns(rec["lsend"]), "psend": _ns(rec["psend"]),
+               "rthread": rec["rthread"], "rcpu": rec["rcpu"], "lrecv": _ns(rec["lrecv"]), "precv": _ns(rec["precv"]),
+               "size": p.size, "tag": p.tag},
+        event_labels=task_event_labels({v: k for k, v in values.items()}))

@@ -1,0 +1,54 @@
+"""Building tareador's own C sources on first use.
+
+Native parts (the annotation and analysis libraries, the replay event loop) are compiled with
+the system C compiler into a per-user cache keyed by the hash of their sources, so an installed
+package never needs write access to its own directory and a changed source never mixes with an
+old binary.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+
+class ToolchainError(Exception):
+    """The C compiler is missing or failed on tareador's own sources."""
+
+
+def cache_root() -> Path:
+    base = os.environ.get("TAREADOR_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tareador")
+    return Path(base)
+
+
+def compiler() -> str:
+    cc = os.environ.get("CC", "cc")
+    if shutil.which(cc) is None:
+        raise ToolchainError(f"C compiler '{cc}' not found: install gcc (make deps) or set CC")
+    return cc
+
+
+def build(name: str, sources: list[Path], commands) -> Path:
+    """Build once per distinct source content; concurrent builders each write a temp file and
+    atomically move it into place."""
+    digest = hashlib.sha256()
+    for s in sources:
+        digest.update(s.read_bytes())
+    out_dir = cache_root() / digest.hexdigest()[:16]
+    target = out_dir / name
+    if target.exists():
+        return target
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir) as tmp:
+        built = Path(tmp) / name
+        for cmd in commands(built, Path(tmp)):
+            result = subprocess.run(cmd, capture_output=True, text=True)
+            if result.returncode != 0:
+                raise ToolchainError(f"building {name} failed: {' '.join(map(str, cmd))}\n{result.stderr.strip()}")
+        os.replace(built, target)
+    return target
