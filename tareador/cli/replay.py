@@ -21,6 +21,7 @@ def run(args) -> int:
     from tareador.cli.main import UserError
     from tareador.cli.simulate import load_machine_arg, progress_bar
     from tareador.formats.dimemas import DimError, read_dim
+    from tareador.native import ToolchainError
     from tareador.formats.paraver import write_paraver
     from tareador.replay.engine import replay
     from tareador.replay.machine import MachineError
@@ -30,7 +31,7 @@ def run(args) -> int:
         trace = read_dim(args.trace)
         result = replay(trace, machine, record=bool(args.prv), progress=progress_bar(len(trace.thread_start) - 1,
                                                                                       "replaying"))
-    except (DimError, MachineError) as e:
+    except (DimError, MachineError, ToolchainError) as e:
         raise UserError(str(e)) from None
     if args.prv:
         write_paraver(result.paraver, args.prv)
