@@ -13,7 +13,7 @@ from tareador.formats.paraver import schedule_run, write_paraver
 from tareador.replay.dag import dag_from_trace, simulate
 from tareador.replay.engine import replay
 from tareador.replay.machine import Machine
-from tests.test_replay_dag import fork_join
+from tests.test_replay_dag import fork_join, make
 from tests.test_replay_dimemas import THREE_THREADS, TWO_RANKS
 
 FIELDS = {"1": 8, "2": 8, "3": 15}
@@ -49,6 +49,36 @@ def test_simulated_run(tmp_path):
     assert sorted(r[7] for r in records if r[0] == 2)[-3:] == [2, 2, 2]  # leaf = type 2 after main
     assert [(r[5], r[11], r[13], r[14]) for r in records if r[0] == 3] == [(10, 20, 8, 8002), (10, 20, 8, 8002),
                                                                            (20, 20, 8, 8002)]
+
+
+def time_by_task_type(records: list[list[int]]) -> dict[int, int]:
+    """Running time per value of event 7003, read as Paraver reads it: records of one thread in
+    file order (Paraver's sort by time keeps it among equal times), the last event value at or
+    before a state's begin labels the state."""
+    value: dict[int, int] = {}
+    events = sorted(((r[4], r[5], k, r[7]) for k, r in enumerate(records) if r[0] == 2 and r[6] == 7003))
+    by_type: dict[int, int] = {}
+    for r in records:
+        if r[0] != 1:
+            continue
+        last = [v for th, t, _k, v in events if th == r[4] and t <= r[5]]
+        value = last[-1] if last else 0
+        by_type[value] = by_type.get(value, 0) + r[6] - r[5]
+    return by_type
+
+
+def test_task_types_of_back_to_back_instances(tmp_path):
+    """On one core, each instance starts the instant the previous one ends: every state must be
+    labelled with its own task type, so the time per type is the work of that type."""
+    t = make([("main", -1, 0), ("a", 0, 5), ("b", 0, 7), ("a", 0, 3), ("c", 0, 0), ("main", -1, 2)],
+             [(1, 2), (2, 3)])
+    dag = dag_from_trace(t)
+    s = simulate(dag, 1)
+    run = schedule_run(dag.names, s.start, s.finish, s.core.astype(np.int64), 1, dag.dep_src, dag.dep_dst,
+                       dag.dep_bytes)
+    records = check_prv(write_paraver(run, tmp_path / "s.prv")[0], 17, 1)
+    types = {"main": 1, "a": 2, "b": 3, "c": 4}
+    assert time_by_task_type(records) == {types["a"]: 8, types["b"]: 7, types["main"]: 2}
 
 
 def test_replayed_run(tmp_path):

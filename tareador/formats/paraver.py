@@ -143,15 +143,17 @@ def schedule_run(names: list[str], start_ns: np.ndarray, end_ns: np.ndarray, cor
     values = task_type_values(names)
     kind = np.array([values[n] for n in names], np.int64)
     run = start_ns < end_ns
-    n = len(names)
     zero = np.zeros(len(dep_src), np.int64)
     return ParaverRun(
         end_time=int(end_ns.max(initial=0)), cpus_per_node=[ncores], threads=[(0, c, 0) for c in range(ncores)],
         states={"thread": core[run], "cpu": core[run] + 1, "begin": start_ns[run], "end": end_ns[run],
                 "state": np.full(int(run.sum()), RUNNING)},
-        events={"thread": np.concatenate([core, core]), "cpu": np.concatenate([core, core]) + 1,
-                "time": np.concatenate([start_ns, end_ns]), "type": np.full(2 * n, TASK_EVENT),
-                "value": np.concatenate([kind, np.zeros(n, np.int64)])},
+        # Paraver keeps file order among records of one time and takes the last event value:
+        # a task's end (0) must come before the next task's start at the same instant on a core,
+        # and instances that take no time get no events at all.
+        events={"thread": np.concatenate([core[run], core[run]]), "cpu": np.concatenate([core[run], core[run]]) + 1,
+                "time": np.concatenate([end_ns[run], start_ns[run]]), "type": np.full(2 * int(run.sum()), TASK_EVENT),
+                "value": np.concatenate([np.zeros(int(run.sum()), np.int64), kind[run]])},
         comms={"thread": core[dep_src], "cpu": core[dep_src] + 1, "lsend": end_ns[dep_src], "psend": end_ns[dep_src],
                "rthread": core[dep_dst], "rcpu": core[dep_dst] + 1, "lrecv": start_ns[dep_dst],
                "precv": start_ns[dep_dst], "size": dep_bytes, "tag": zero + DEP_TAG},
