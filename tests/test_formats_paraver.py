@@ -86,7 +86,7 @@ def test_replayed_run(tmp_path):
     r = replay(trace, Machine(nodes=2, inter_latency=1e-5, inter_bandwidth=100.0), record=True)
     records = check_prv(write_paraver(r.paraver, tmp_path / "two.prv")[0], 2010010000, 2)
     comm = [x for x in records if x[0] == 3]
-    assert comm == [[3, 1, 1, 1, 1, 1000000000, 1000010000, 1, 1, 2, 1, 0, 1010010000, 1048576, 1]]
+    assert comm == [[3, 1, 1, 1, 1, 1000000000, 1000010000, 2, 1, 2, 1, 0, 1010010000, 1048576, 1]]  # CPU 2: node 2's
     trace = read_dim(write_dim(tmp_path / "three.dim", "three", [3], THREE_THREADS))
     r = replay(trace, Machine(cores_per_node=2), record=True)
     records = check_prv(write_paraver(r.paraver, tmp_path / "three.prv")[0], 3000000000, 3)

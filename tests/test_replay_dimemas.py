@@ -39,15 +39,78 @@ def test_two_ranks_worked_answer(tmp_path):
     assert r.task_end == [1.50001, 2.01001]  # the sender paid the latency on its CPU
 
 
-@pytest.mark.parametrize("policy,quantum,expected", [("FIFO", None, 3.0), ("SS_MPI_CP", None, 3.0),
-                                                     ("RR", 0.1, 2.5)])
-def test_three_threads_on_two_cpus(tmp_path, policy, quantum, expected):
+def two_cpus(tmp_path, policy: str, quantum: float | None = None) -> Machine:
+    """1 node of 2 CPUs, no latency, instantaneous transfers, a Dimemas scheduler file."""
     sched = tmp_path / "sched.txt"
     sched.write_text(f"Policy: {policy}\nContext switch cost (seconds): 0.0\nBusy wait (seconds):  0.0\n"
                      + (f"Quantum (seconds):  {quantum}\n" if quantum else ""))
     (tmp_path / "m.cfg").write_text(cfg(1, 2, 0.0, 0.0, sched.name))
-    r = replay(dim(tmp_path, [3], THREE_THREADS), load_machine(tmp_path / "m.cfg"))
+    return load_machine(tmp_path / "m.cfg")
+
+
+@pytest.mark.parametrize("policy,quantum,expected", [("FIFO", None, 3.0), ("SS_MPI_CP", None, 3.0),
+                                                     ("RR", 0.1, 2.5)])
+def test_three_threads_on_two_cpus(tmp_path, policy, quantum, expected):
+    r = replay(dim(tmp_path, [3], THREE_THREADS), two_cpus(tmp_path, policy, quantum))
     assert r.makespan == pytest.approx(expected, abs=1e-9)
+
+
+# Dimemas' scheduling points, on 1 node of 2 CPUs: one thread of one task per Tareador task
+# instance, as in ompss.dim. The expected makespans are what Dimemas 5.5.0 computes for these
+# traces (the replay before it followed Dimemas' scheduling points computed 4.0 s for the FIFO
+# late receive, FIFO handoff and SS_MPI_CP handoff2).
+LATE_RECEIVE = [  # thread 2 posts its second receive after thread 1's send parked: the transfer
+                  # starts then, thread 2 blocks and queues again at the tail behind thread 4
+    "1:0:0:0.0\n20:0:0:7003:1\n1:0:0:1.0\n2:0:0:0:2:1:8002:0:2\n2:0:0:0:3:1:8002:0:2\n",
+    "1:0:1:0.0\n20:0:1:7003:1\n1:0:1:0.5\n2:0:1:0:2:1:8002:0:2\n",
+    "1:0:2:0.0\n20:0:2:7003:1\n3:0:2:0:0:1:8002:0:0\n3:0:2:0:1:1:8002:0:0\n1:0:2:3.0\n",
+    "1:0:3:0.0\n20:0:3:7003:1\n3:0:3:0:0:1:8002:0:0\n1:0:3:1.0\n",
+    "1:0:4:0.0\n20:0:4:7003:1\n1:0:4:1.5\n"]
+HANDOFF = [  # at t=0 every thread's empty burst is a scheduling point: all of them set their
+             # priority and post their receive before any real burst starts
+    "1:0:0:0.0\n20:0:0:6999:4\n20:0:0:7003:1\n1:0:0:1.0\n2:0:0:0:2:1:8002:0:2\n",
+    "1:0:1:0.0\n20:0:1:6999:2\n20:0:1:7003:1\n1:0:1:2.0\n",
+    "1:0:2:0.0\n20:0:2:6999:3\n20:0:2:7003:1\n3:0:2:0:0:1:8002:0:0\n1:0:2:3.0\n",
+    "1:0:3:0.0\n20:0:3:6999:1\n20:0:3:7003:1\n1:0:3:1.0\n"]
+HANDOFF2 = [  # when a burst ends, its CPU goes to the head of the queue before the receivers its
+              # sends wake (their deliveries are later events of the same time) are queued
+    "1:0:0:0.0\n20:0:0:6999:3\n20:0:0:7003:1\n3:0:0:0:2:1:8002:0:0\n1:0:0:3.0\n",
+    "1:0:1:0.0\n20:0:1:6999:1\n20:0:1:7003:1\n3:0:1:0:3:1:8002:0:0\n1:0:1:1.0\n",
+    "1:0:2:0.0\n20:0:2:6999:4\n20:0:2:7003:1\n1:0:2:1.0\n2:0:2:0:0:1:8002:0:2\n",
+    "1:0:3:0.0\n20:0:3:6999:2\n20:0:3:7003:1\n1:0:3:0.5\n2:0:3:0:1:1:8002:0:2\n1:0:3:1.5\n"]
+
+
+@pytest.mark.parametrize("blocks,policy,expected", [
+    (LATE_RECEIVE, "FIFO", 5.0), (LATE_RECEIVE, "SS_MPI_CP", 4.5), (HANDOFF, "FIFO", 5.0),
+    (HANDOFF, "SS_MPI_CP", 5.0), (HANDOFF2, "FIFO", 5.0), (HANDOFF2, "SS_MPI_CP", 5.0)])
+def test_dimemas_scheduling_points(tmp_path, blocks, policy, expected):
+    r = replay(dim(tmp_path, [len(blocks)], blocks), two_cpus(tmp_path, policy))
+    assert r.makespan == expected
+
+
+def test_an_event_between_receive_and_burst_is_a_scheduling_point(tmp_path):
+    """Why ompss.dim sets the task type before the receives: after a receive a thread keeps its
+    turn only if its next action is a burst. With the 7003 event moved after the receive,
+    Dimemas 5.5.0 computes 4.0 s for HANDOFF2 under SS_MPI_CP instead of 5.0 s."""
+    moved = [b.replace("20:0:0:7003:1\n3:0:0:0:2:1:8002:0:0\n", "3:0:0:0:2:1:8002:0:0\n20:0:0:7003:1\n")
+             .replace("20:0:1:7003:1\n3:0:1:0:3:1:8002:0:0\n", "3:0:1:0:3:1:8002:0:0\n20:0:1:7003:1\n")
+             for b in HANDOFF2]
+    assert moved != HANDOFF2
+    assert replay(dim(tmp_path, [4], moved), two_cpus(tmp_path, "SS_MPI_CP")).makespan == 4.0
+
+
+def test_messages_of_one_key_match_receives_as_they_arrive(tmp_path):
+    """Dimemas matches by (sender, receiver, tag, communicator) when messages meet receives, not
+    in send order (Dimemas 5.5.0 computes both makespans below; in send order they would be 6.0
+    and 2.0 s). At 1 MB/s, 1 MB takes 1 s."""
+    overtaken = ["1:0:0:0.0\n2:0:0:1:1048576:1:0:0\n2:0:0:1:0:1:0:0\n",
+                 "1:1:0:0.0\n3:1:0:0:1048576:1:0:0\n1:1:0:5.0\n3:1:0:0:0:1:0:0\n"]
+    machine = Machine(nodes=2, inter_bandwidth=1.0)
+    assert replay(dim(tmp_path, [1, 1], overtaken), machine).task_end == [0.0, 5.0]  # the empty one came first
+    # A rendezvous send goes as soon as a receive of its key waits, even one for an earlier message.
+    rendezvous = ["1:0:0:0.0\n2:0:0:1:1048576:1:0:0\n2:0:0:1:8:1:0:1\n1:0:0:1.0\n",
+                  "1:1:0:0.0\n3:1:0:0:1048576:1:0:0\n3:1:0:0:8:1:0:0\n"]
+    assert replay(dim(tmp_path, [1, 1], rendezvous, "r"), machine).task_end == [1.0, 1.0]
 
 
 def test_blocking_rendezvous_waits_for_the_receive(tmp_path):
@@ -91,6 +154,13 @@ def test_unmatched_and_deadlocked_traces_name_the_line(tmp_path):
     cross = ["3:0:0:1:8:1:0:0\n2:0:0:1:8:1:0:0\n", "3:1:0:0:8:1:0:0\n2:1:0:0:8:1:0:0\n"]
     with pytest.raises(DimError, match=r"d.dim:2: deadlock: 2 threads never finish"):
         replay(dim(tmp_path, [1, 1], cross, "d"), Machine(nodes=2))
+
+
+def test_preempting_priorities_are_refused(tmp_path):
+    blocks = ["1:0:0:0.0\n20:0:0:6999:0\n1:0:0:1.0\n", "1:0:1:1.0\n"]
+    with pytest.raises(DimError, match=r"p.dim:3: priority \(event 6999\) 0: under SS_MPI_CP .* preempts"):
+        replay(dim(tmp_path, [2], blocks, "p"), Machine(cores_per_node=2, policy="cp"))
+    assert replay(dim(tmp_path, [2], blocks, "p"), Machine(cores_per_node=2)).makespan == 1.0  # FIFO reads none
 
 
 def test_ompss_dim_replays_to_the_simulated_critical_path(tmp_path):

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tareador.formats.paraver import DEP_TAG, PRIORITY_EVENT, TASK_EVENT, task_type_values
+from tareador.formats.paraver import (DEP_TAG, PRIORITY_EVENT, TASK_EVENT, ParaverRun, pcf_text,
+                                      task_event_labels, task_type_values)
 
 BURST, SEND, RECV, EVENT, NOOP = 1, 2, 3, 20, 0
 SYNC_RENDEZVOUS, SYNC_IMMEDIATE = 1, 2
@@ -76,6 +77,9 @@ def ompss_blocks(names: list[str], instructions: np.ndarray, src: np.ndarray, ds
 
     Every thread starts with an empty burst (Dimemas needs one), then its scheduling priority
     (event 6999, for SS_MPI_CP: the remaining critical path) and its task type (event 7003).
+    The task type comes before the receives, so in Paraver it also covers the wait for them: an
+    event between a thread's last receive and its burst would make Dimemas requeue the thread
+    there and change the schedule (see tests/test_replay_dimemas.py).
     """
     n = len(names)
     soff, succ = _csr(src, dst, n)
@@ -92,15 +96,17 @@ def ompss_blocks(names: list[str], instructions: np.ndarray, src: np.ndarray, ds
 
 
 def write_ompss(path: str | Path, names: list[str], instructions: np.ndarray, src: np.ndarray, dst: np.ndarray,
-                priority: list[int], instructions_per_second: float = 1e9) -> Path:
-    """Tareador's potential parallel run: instances 0..n-1, precedence edges src[k] -> dst[k]."""
+                priority: list[int], instructions_per_second: float = 1e9) -> list[Path]:
+    """Tareador's potential parallel run: instances 0..n-1, precedence edges src[k] -> dst[k].
+    Returns the .dim and its .pcf (see ``write_task_labels``)."""
     blocks = ompss_blocks(names, instructions, src, dst, priority, instructions_per_second)
-    return write_dim(path, "ompss", [len(names)], blocks)
+    return [write_dim(path, "ompss", [len(names)], blocks), write_task_labels(path, names)]
 
 
 def write_authentic(path: str | Path, names: list[str], instructions: np.ndarray, order: np.ndarray,
-                    instructions_per_second: float = 1e9) -> Path:
+                    instructions_per_second: float = 1e9) -> list[Path]:
     """The sequential run: one thread, each instance's burst in ``order`` (the order they started).
+    Returns the .dim and its .pcf (see ``write_task_labels``).
 
     A nested instance's burst follows its parent's whole burst: instruction counts exclude
     children, so the total (and the simulated time) is exact, the interleaving is not.
@@ -110,7 +116,16 @@ def write_authentic(path: str | Path, names: list[str], instructions: np.ndarray
     text = "1:0:0:0.000000000\n" + "".join(
         f"20:0:0:{TASK_EVENT}:{values[names[i]]}\n1:0:0:{work[i] / instructions_per_second:.9f}\n"
         f"20:0:0:{TASK_EVENT}:0\n" for i in order.tolist())
-    return write_dim(path, "authentic", [1], [text])
+    return [write_dim(path, "authentic", [1], [text]), write_task_labels(path, names)]
+
+
+def write_task_labels(dim: str | Path, names: list[str]) -> Path:
+    """TRACE.pcf next to TRACE.dim, naming the task types (event 7003 values): Dimemas copies
+    it into the Paraver trace it writes, ``tareador replay`` takes the names from it."""
+    pcf = Path(dim).with_suffix(".pcf")
+    pcf.write_text(pcf_text(ParaverRun(end_time=0, cpus_per_node=[], threads=[],
+                                       event_labels=task_event_labels(task_type_values(names)))))
+    return pcf
 
 
 # ----------------------------------------------------------------------------------- reading

@@ -100,12 +100,13 @@ def write_paraver(run: ParaverRun, prv: str | Path) -> list[Path]:
                 lines.extend(":".join(map(str, r)) for r in rows)
             f.writelines(lines[i] + "\n" for i in order.tolist())
     pcf, row = prv.with_suffix(".pcf"), prv.with_suffix(".row")
-    pcf.write_text(_pcf(run))
+    pcf.write_text(pcf_text(run))
     row.write_text(_row(run))
     return [prv, pcf, row]
 
 
-def _pcf(run: ParaverRun) -> str:
+def pcf_text(run: ParaverRun) -> str:
+    """The .pcf of a run; also written beside Dimemas traces, whose replays take their labels."""
     out = ["DEFAULT_OPTIONS", "", "LEVEL               THREAD", "UNITS               NANOSEC", "LOOK_BACK           100",
            "SPEED               1", "FLAG_ICONS          ENABLED", "NUM_OF_STATE_COLORS 1000", "YMAX_SCALE          37",
            "", "", "STATES"]

@@ -179,13 +179,14 @@ def successors(dag: Dag) -> tuple[list[int], list[int]]:
 
 
 def write_dim_traces(dag: Dag, directory, instructions_per_second: float, overhead: int = 0) -> list[Path]:
-    """ompss.dim and authentic.dim of the trace, for ``tareador replay`` or the real Dimemas."""
+    """ompss.dim and authentic.dim of the trace, for ``tareador replay`` or the real Dimemas, each
+    with its .pcf naming the task types."""
     directory = Path(directory)
     duration = durations(dag, overhead)
-    return [write_ompss(directory / "ompss.dim", dag.names, duration, dag.src, dag.dst,
-                        bottom_levels(dag, duration), instructions_per_second),
-            write_authentic(directory / "authentic.dim", dag.names, dag.weight, np.lexsort((dag.ids, dag.counter)),
-                            instructions_per_second)]
+    return [*write_ompss(directory / "ompss.dim", dag.names, duration, dag.src, dag.dst,
+                         bottom_levels(dag, duration), instructions_per_second),
+            *write_authentic(directory / "authentic.dim", dag.names, dag.weight, np.lexsort((dag.ids, dag.counter)),
+                             instructions_per_second)]
 
 
 def durations(dag: Dag, overhead: int) -> np.ndarray:

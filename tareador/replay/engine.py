@@ -1,27 +1,33 @@
 """Replaying a Dimemas trace on a machine, with Dimemas' point-to-point model.
 
-What the model does (checked against Dimemas 5.5.0, see formats.md):
+What the model does (read in the source of Dimemas 5.5.0 and checked against its runs):
 - a thread needs one of its node's CPUs to do anything; it gives the CPU up when it blocks
   (receive or wait for a message not yet there, rendezvous send whose receiver is not there yet)
   or ends, and queues for one again when unblocked;
-- a send costs the sender ``latency`` on its CPU, then the transfer takes size / bandwidth (and
-  waits for a bus and links when those are limited); a receive costs the receiver ``latency`` on
-  its CPU and completes at max(posted + latency, arrival);
+- a send, a receive and a wait cost the thread ``latency`` on its CPU first (an irecv does not),
+  then the transfer takes size / bandwidth, after taking the sender's out link, the receiver's
+  in link and a bus where those are limited;
 - rendezvous sends (sync bit 0, and every message between two threads of one task) start their
-  transfer only once the receive is posted; an immediate send lets the sender go on meanwhile;
+  transfer only once a receive waits for them; an immediate send lets the sender go on meanwhile;
 - latency and bandwidth are the intra-node ones when both tasks share a node, else inter-node;
 - ready threads queue FIFO; ``cp`` (Dimemas SS_MPI_CP) orders them by the priority events 6999
-  (higher value first, never-set first in LIFO order); ``rr`` slices bursts by the quantum.
+  (higher value first, never-set first in LIFO order); ``rr`` slices bursts by the quantum;
+- the scheduling points are Dimemas': every burst (empty ones too) is one, a thread that sends
+  or receives without blocking keeps its turn at the head of the queue, a woken receiver queues
+  at the tail, and same-time steps happen in Dimemas' order (engine_loop.c lists them).
 
-Sends and receives are matched before the run (MPI order: k-th send of a key with the k-th
-receive), so the event loop only touches flat arrays of numbers. It runs in C (engine_loop.c,
-built on first use through tareador.native) because it visits every action of traces with
-millions of threads; Python plans the run and turns what the loop recorded into Paraver records.
+Sends and receives are paired before the run (MPI order: k-th send of a key with the k-th
+receive), which tells the loop when a message's receive was reached; which message a receive
+gets is decided in the loop, by key, as Dimemas does. The event loop only touches flat arrays
+of numbers. It runs in C (engine_loop.c, built on first use through tareador.native) because it
+visits every action of traces with millions of threads; Python plans the run and turns what the
+loop recorded into Paraver records.
 """
 
 from __future__ import annotations
 
 import ctypes
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -29,13 +35,15 @@ from pathlib import Path
 import numpy as np
 
 from tareador.formats.dimemas import BURST, EVENT, RECV, SEND, SYNC_IMMEDIATE, SYNC_RENDEZVOUS, DimError, DimTrace
-from tareador.formats.paraver import (PRIORITY_EVENT, RUNNING, WAITING_CPU, WAITING_MESSAGE, ParaverRun)
+from tareador.formats.paraver import (PRIORITY_EVENT, RUNNING, TASK_EVENT, WAITING_CPU, WAITING_MESSAGE, ParaverRun,
+                                      task_event_labels)
 from tareador.native import build, compiler
 from tareador.replay.machine import MB, Machine
 
-A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_PRIORITY = range(6)  # enum action in engine_loop.c
+A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT = range(6)  # enum action in engine_loop.c
 POLICIES = {"fifo": 0, "cp": 1, "rr": 2}  # enum policy in engine_loop.c
 LOOP_NOMEM, LOOP_DONE = -1, 0  # enum status in engine_loop.c
+NO_PRIORITY = -1  # value of an event action that sets no priority
 NS = 1e9  # the event loop counts nanoseconds in floats, as Dimemas does: whole ns stay exact
 PROGRESS_EVERY = 65536  # finished threads between progress reports (and chances to take Ctrl-C)
 
@@ -58,27 +66,30 @@ class _Plan:
     """The trace reduced to what the event loop needs."""
 
     kind: np.ndarray  # per action
-    value: np.ndarray  # burst ns / message index / priority rank (0 = never set, then 1 runs first)
+    value: np.ndarray  # burst ns / message index / priority rank set (NO_PRIORITY, 0 = top, then 1 runs first)
     record: np.ndarray  # trace record of each action
     thread_start: np.ndarray  # first action of each thread (+ end)
     node: np.ndarray  # node of each thread
+    key: np.ndarray  # per message, its (sender, receiver, tag, communicator) as a number from 0
+    nkeys: int
     latency: np.ndarray  # per message, ns
     transfer: np.ndarray
     rendezvous: np.ndarray
     immediate: np.ndarray
+    by_irecv: np.ndarray  # per message: its receive is an irecv
     size: np.ndarray
     tag: np.ndarray
     capacity: np.ndarray  # of each limited bus or link
-    needs: np.ndarray | None  # per message, the pools its transfer holds (-1: none); None: all unlimited
+    stages: np.ndarray | None  # per message, the pools its transfer takes (engine_loop.c's STAGES); None: unlimited
 
 
 def _match(first_keys: list[np.ndarray], second_keys: list[np.ndarray], first: np.ndarray, second: np.ndarray,
-           trace: DimTrace, unmatched_first: str | None, unmatched_second: str) -> np.ndarray:
+           trace: DimTrace, unmatched_first: str | None, unmatched_second: str) -> tuple[np.ndarray, np.ndarray]:
     """Pair the k-th record of ``first`` with the k-th record of ``second`` that has the same key.
 
     ``first``/``second`` are record indices in trace order; returns, for each of ``second``, the
-    position in ``first`` of its partner. ``unmatched_first=None`` allows leftover ``first``
-    records (an irecv nobody waits for).
+    position in ``first`` of its partner, and for each of ``first`` its key as a number from 0.
+    ``unmatched_first=None`` allows leftover ``first`` records (an irecv nobody waits for).
     """
     n1 = len(first)
     rec = np.concatenate([first, second])
@@ -103,10 +114,12 @@ def _match(first_keys: list[np.ndarray], second_keys: list[np.ndarray], first: n
         if bad.any():
             g = int(np.flatnonzero(bad)[0])
             raise DimError(f"{trace.path}:{trace.line(int(rec[order[pos[g]]]))}: {why}")
-    seconds = np.flatnonzero(s == 1)
+    seconds, firsts = np.flatnonzero(s == 1), np.flatnonzero(s == 0)
     result = np.empty(len(second), np.int64)
     result[order[seconds] - n1] = order[seconds - nfirst[group[seconds]]]
-    return result
+    keys = np.empty(n1, np.int64)
+    keys[order[firsts]] = group[firsts]
+    return result, keys
 
 
 def plan(trace: DimTrace, machine: Machine) -> _Plan:
@@ -137,77 +150,110 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
 
     msg = np.full(len(op), -1, np.int64)
     msg[sends] = np.arange(len(sends))
-    msg[recvs] = _match(key(sends, True), key(recvs, False), sends, recvs, trace,
-                        "send without a matching receive", "receive without a matching send")
+    msg[recvs], send_key = _match(key(sends, True), key(recvs, False), sends, recvs, trace,
+                                  "send without a matching receive", "receive without a matching send")
     if len(waits):
         irecvs = recvs[mode[recvs] == 1]
         msg[waits] = msg[irecvs[_match(key(irecvs, False), key(waits, False), irecvs, waits, trace, None,
-                                       "wait without a matching irecv")]]
+                                       "wait without a matching irecv")[0]]]
+    by_irecv = np.zeros(len(sends), bool)
+    by_irecv[msg[recvs]] = mode[recvs] == 1
 
-    # Actions: everything but events (priority events only when they matter) and empty bursts.
-    keep = ((op == BURST) & (trace.secs > 0)) | (op == SEND) | (op == RECV)
-    if machine.policy == "cp":
-        keep |= (op == EVENT) & (trace.a == PRIORITY_EVENT)
+    # Actions: every burst (an empty one is a scheduling point too), send and receive, and one per
+    # run of consecutive events: what events change is only whether a thread's next action is a
+    # burst, and the priority the run leaves set.
+    events = np.flatnonzero(op == EVENT)
+    run_start = _event_runs(events, g)
+    keep = (op == BURST) | (op == SEND) | (op == RECV)
+    keep[events[run_start]] = True
     record = np.flatnonzero(keep)
     kind = np.select([op[record] == BURST, op[record] == SEND, (op[record] == RECV) & (mode[record] == 0),
                       (op[record] == RECV) & (mode[record] == 1), op[record] == RECV],
-                     [A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT], A_PRIORITY)
-    arg = msg[record]
-    priority = kind == A_PRIORITY
-    arg[priority] = _priority_ranks(trace.b[record[priority]])
-    value = np.where(kind == A_BURST, trace.secs[record] * NS / machine.relative_speed, arg.astype(float))
+                     [A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT], A_EVENT)
+    value = np.where(kind == A_BURST, trace.secs[record] * NS / machine.relative_speed, msg[record].astype(float))
+    value[kind == A_EVENT] = _run_priorities(trace, machine, events, run_start)
     thread_start = np.searchsorted(g[record], np.arange(len(trace.thread_start)))
 
     sender = g[sends]
     dest_task = trace.a[sends]
     src_task = task_of[sender]
     same_node = node_of_task[src_task] == node_of_task[dest_task]
-    same_task = (src_task == dest_task) & (trace.b[sends] >= 0)
+    # Dimemas makes every message between two threads of one task a rendezvous, MPI ones too.
+    other_thread = (src_task == dest_task) & (trace.b[sends] != sender - base[src_task])
     latency = np.where(same_node, machine.intra_latency, machine.inter_latency) * NS
     latency[latency < 1] = 0.0  # below Dimemas' resolution
     bandwidth = np.where(same_node, machine.intra_bandwidth, machine.inter_bandwidth)
     ns_per_byte = np.divide(NS / MB, bandwidth, out=np.zeros(len(sends)), where=bandwidth > 0)
     size = trace.size[sends]
     transfer = ns_per_byte * size
-    capacity, needs = _resources(machine, ntasks, node_of_task, src_task, dest_task, same_node, same_task)
+    capacity, stages = _resources(machine, ntasks, node_of_task, src_task, dest_task, same_node)
     return _Plan(kind=kind.astype(np.int8), value=value, record=record, thread_start=thread_start,
-                 node=node_of_task[task_of].astype(np.int32), latency=latency, transfer=transfer,
-                 rendezvous=((mode[sends] & SYNC_RENDEZVOUS) > 0) | same_task,
-                 immediate=(mode[sends] & SYNC_IMMEDIATE) > 0, size=size, tag=trace.tag[sends], capacity=capacity,
-                 needs=needs)
+                 node=node_of_task[task_of].astype(np.int32), key=send_key, nkeys=int(send_key.max(initial=-1)) + 1,
+                 latency=latency, transfer=transfer, rendezvous=((mode[sends] & SYNC_RENDEZVOUS) > 0) | other_thread,
+                 immediate=(mode[sends] & SYNC_IMMEDIATE) > 0, by_irecv=by_irecv, size=size, tag=trace.tag[sends],
+                 capacity=capacity, stages=stages)
+
+
+def _event_runs(events: np.ndarray, gthread: np.ndarray) -> np.ndarray:
+    """Which of the event records (trace order) start a run of consecutive events of a thread."""
+    start = np.ones(len(events), bool)
+    start[1:] = (events[1:] != events[:-1] + 1) | (gthread[events[1:]] != gthread[events[:-1]])
+    return start
+
+
+def _run_priorities(trace: DimTrace, machine: Machine, events: np.ndarray, run_start: np.ndarray) -> np.ndarray:
+    """Per run of events, the rank of the priority its last 6999 event sets (NO_PRIORITY: none);
+    only SS_MPI_CP (``cp``) reads priorities."""
+    result = np.full(int(run_start.sum()), NO_PRIORITY, np.int64)
+    setting = np.flatnonzero(trace.a[events] == PRIORITY_EVENT)
+    if machine.policy != "cp" or not len(setting):
+        return result
+    values = trace.b[events[setting]]
+    if (values <= 0).any():
+        line = trace.line(int(events[setting[np.argmax(values <= 0)]]))
+        raise DimError(f"{trace.path}:{line}: priority (event {PRIORITY_EVENT}) {int(values.min())}: under "
+                       "SS_MPI_CP a value <= 0 preempts running threads, which replay does not model")
+    run = (np.cumsum(run_start) - 1)[setting]
+    last = np.append(run[1:] != run[:-1], True)
+    result[run[last]] = _priority_ranks(values[last])
+    return result
 
 
 def _priority_ranks(values: np.ndarray) -> np.ndarray:
-    """Dimemas' priority is 1/value, lowest first, 0 (or never set) before all: rank the values
+    """Dimemas' priority is 1/value, lowest first (0, never set, before all): rank the values
     so that the loop compares small integers, 1 for the highest value."""
-    ordered = np.sort(values[values > 0])  # then deduplicated: np.unique hashes, 10x slower here
-    positive = np.concatenate([ordered[:1], ordered[1:][ordered[1:] != ordered[:-1]]])
-    return np.where(values > 0, len(positive) - np.searchsorted(positive, values), 0)
+    ordered = np.sort(values)  # then deduplicated: np.unique hashes, 10x slower here
+    distinct = np.concatenate([ordered[:1], ordered[1:][ordered[1:] != ordered[:-1]]])
+    return len(distinct) - np.searchsorted(distinct, values)
 
 
-def _resources(m: Machine, ntasks: int, node_of_task, src_task, dest_task, same_node, same_task):
-    """Limited buses and links as counted pools: their capacities, and per message the pools its
-    transfer holds (-1: none), or None when everything is unlimited.
+def _resources(m: Machine, ntasks: int, node_of_task, src_task, dest_task, same_node):
+    """Limited links and buses as counted pools: their capacities, and per message the pools its
+    transfer takes in Dimemas' order (out link, in link, bus; -1: none), or None when everything
+    is unlimited.
 
-    A message within a node holds its node's bus and, between tasks, the sender's out link and
-    the receiver's in link; between nodes, the global bus and the nodes' out and in links.
+    Within a node a message takes its node's bus and, between tasks, the sender task's out link
+    and the receiver task's in link; between nodes, the global bus and the nodes' out and in links.
     """
     if not any((m.buses, m.in_links, m.out_links, m.intra_buses, m.intra_in_links, m.intra_out_links)):
         return np.zeros(0, np.int64), None
     src_node, dest_node = node_of_task[src_task], node_of_task[dest_task]
-    between_tasks = same_node & ~same_task
-    families = [(m.intra_buses, m.nodes, np.where(same_node, src_node, -1)),
-                (m.intra_out_links, ntasks, np.where(between_tasks, src_task, -1)),
-                (m.intra_in_links, ntasks, np.where(between_tasks, dest_task, -1)),
-                (m.buses, 1, np.where(same_node, -1, 0)),
-                (m.out_links, m.nodes, np.where(same_node, -1, src_node)),
-                (m.in_links, m.nodes, np.where(same_node, -1, dest_node))]
-    capacity, needs = [], []
-    for limit, count, pool in families:
-        if limit > 0:
-            needs.append(np.where(pool >= 0, pool + len(capacity), -1))
-            capacity += [limit] * count
-    return np.array(capacity, np.int64), np.stack(needs, axis=1).astype(np.int32)
+    between_tasks = same_node & (src_task != dest_task)
+    stages = [  # per stage, its (limit, pools, pool of each message) within a node and between nodes
+        [(m.intra_out_links, ntasks, np.where(between_tasks, src_task, -1)),
+         (m.out_links, m.nodes, np.where(same_node, -1, src_node))],
+        [(m.intra_in_links, ntasks, np.where(between_tasks, dest_task, -1)),
+         (m.in_links, m.nodes, np.where(same_node, -1, dest_node))],
+        [(m.intra_buses, m.nodes, np.where(same_node, src_node, -1)), (m.buses, 1, np.where(same_node, -1, 0))]]
+    capacity, columns = [], []
+    for families in stages:
+        column = np.full(len(src_task), -1, np.int64)
+        for limit, count, pool in families:
+            if limit > 0:
+                column = np.where(pool >= 0, pool + len(capacity), column)
+                capacity += [limit] * count
+        columns.append(column)
+    return np.array(capacity, np.int64), np.stack(columns, axis=1).astype(np.int32)
 
 
 def replay(trace: DimTrace, machine: Machine, record: bool = False, progress=None) -> ReplayResult:
@@ -223,9 +269,9 @@ def replay(trace: DimTrace, machine: Machine, record: bool = False, progress=Non
     if len(stuck):
         t = int(stuck[0])
         task, thread = trace.thread_name(t)
-        line = trace.line(int(p.record[pc[t] - 1]))
+        line = trace.line(int(p.record[pc[t]]))
         raise DimError(f"{trace.path}:{line}: deadlock: {len(stuck)} threads never finish, first task {task} "
-                       f"thread {thread}, blocked after this record")
+                       f"thread {thread}, blocked at this record")
     ends = arrays["thread_end"] / NS
     return ReplayResult(makespan=float(ends.max(initial=0.0)), thread_end=ends, threads=list(trace.threads),
                         paraver=_paraver(trace, machine, p, arrays, states, ends * NS) if record else None)
@@ -234,11 +280,11 @@ def replay(trace: DimTrace, machine: Machine, record: bool = False, progress=Non
 # struct plan in engine_loop.c, in its order: int64 scalars, the quantum, then pointers to the
 # plan's arrays, the loop's outputs and the recorder's (only when recording), each of the type
 # the loop reads it as.
-_SCALARS = ("nthreads", "nmsg", "nnodes", "cores", "npools", "nneeds", "policy", "record", "running",
+_SCALARS = ("nthreads", "nmsg", "nkeys", "nnodes", "cores", "npools", "policy", "record", "running",
             "waiting_cpu", "waiting_message")
 _PLAN_ARRAYS = (("kind", np.int8), ("value", np.float64), ("thread_start", np.int64), ("node", np.int32),
-                ("latency", np.float64), ("transfer", np.float64), ("rendezvous", np.bool_),
-                ("immediate", np.bool_), ("needs", np.int32), ("capacity", np.int64))
+                ("key", np.int32), ("latency", np.float64), ("transfer", np.float64), ("rendezvous", np.bool_),
+                ("immediate", np.bool_), ("by_irecv", np.bool_), ("stages", np.int32), ("capacity", np.int64))
 _OUTPUTS = (("pc", np.int64), ("thread_end", np.float64))
 _RECORDED = (("reach", np.float64), ("lsend", np.float64), ("psend", np.float64), ("lrecv", np.float64),
              ("precv", np.float64), ("sthread", np.int64), ("scpu", np.int64), ("rthread", np.int64),
@@ -263,9 +309,8 @@ def _loop_arrays(p: _Plan, record: bool) -> dict[str, np.ndarray | None]:
 
 def _plan_struct(p: _Plan, machine: Machine, arrays: dict, record: bool) -> _PlanStruct:
     """struct plan pointing into ``arrays``, which must outlive the loop."""
-    scalars = dict(nthreads=len(p.thread_start) - 1, nmsg=len(p.latency), nnodes=machine.nodes,
-                   cores=machine.cores_per_node, npools=len(p.capacity),
-                   nneeds=0 if p.needs is None else p.needs.shape[1], policy=POLICIES[machine.policy],
+    scalars = dict(nthreads=len(p.thread_start) - 1, nmsg=len(p.latency), nkeys=p.nkeys, nnodes=machine.nodes,
+                   cores=machine.cores_per_node, npools=len(p.capacity), policy=POLICIES[machine.policy],
                    record=int(record), running=RUNNING, waiting_cpu=WAITING_CPU, waiting_message=WAITING_MESSAGE)
     pointers = {name: None if a is None else a.ctypes.data for name, a in arrays.items()}
     return _PlanStruct(**scalars, quantum=machine.quantum * NS, **pointers)
@@ -324,26 +369,49 @@ def _ns(times) -> np.ndarray:
 def _paraver(trace: DimTrace, machine: Machine, p: _Plan, rec: dict, st: np.ndarray, ends: np.ndarray) -> ParaverRun:
     """The Paraver run from what the loop recorded: ``rec`` per action and message, ``st`` one
     row (thread, cpu + 1, begin, end, state) per state; ``ends``: thread end times in ns, like
-    every time the loop keeps."""
-    from tareador.formats.paraver import task_event_labels
-
-    # Events happen when the thread gets past the previous action: at the next action's start.
+    every time the loop keeps. CPUs are numbered across nodes from 1, as Paraver wants them."""
     events = np.flatnonzero(trace.op == EVENT)
-    nxt = np.searchsorted(p.record, events)
+    run = np.searchsorted(p.record, events, side="right") - 1  # the event action of each event's run
     g = trace.gthread[events]
-    owner = np.append(trace.gthread[p.record], -1)  # thread of each action, then of none
-    etime = np.where(owner[nxt] == g, np.append(rec["reach"], 0.0)[nxt], ends[g])
+    got = rec["rcpu"] > 0  # messages some receive took (an irecv nobody waits for may leave one)
     threads = [(task, h, int(p.node[base + h])) for task, (base, n) in
                enumerate(zip(trace.task_base.tolist(), trace.threads)) for h in range(n)]
-    values = {int(v): f"type {int(v)}" for v in np.unique(trace.b[events][trace.a[events] == 7003]) if v}
     return ParaverRun(
         end_time=int(_ns(ends.max(initial=0.0))), cpus_per_node=[machine.cores_per_node] * machine.nodes,
         threads=threads,
         states={"thread": st[:, 0].astype(np.int64), "cpu": st[:, 1].astype(np.int64), "begin": _ns(st[:, 2]),
                 "end": _ns(st[:, 3]), "state": st[:, 4].astype(np.int64)},
-        events={"thread": g, "cpu": np.zeros(len(g), np.int64), "time": _ns(etime), "type": trace.a[events],
-                "value": trace.b[events]},
-        comms={"thread": rec["sthread"], "cpu": rec["scpu"], "lsend": _ns(rec["lsend"]), "psend": _ns(rec["psend"]),
-               "rthread": rec["rthread"], "rcpu": rec["rcpu"], "lrecv": _ns(rec["lrecv"]), "precv": _ns(rec["precv"]),
-               "size": p.size, "tag": p.tag},
-        event_labels=task_event_labels({v: k for k, v in values.items()}))
+        events={"thread": g, "cpu": np.zeros(len(g), np.int64), "time": _ns(rec["reach"][run]),
+                "type": trace.a[events], "value": trace.b[events]},
+        comms={"thread": rec["sthread"][got], "cpu": rec["scpu"][got], "rthread": rec["rthread"][got],
+               "rcpu": rec["rcpu"][got], "size": p.size[got], "tag": p.tag[got],
+               **{name: _ns(rec[name][got]) for name in ("lsend", "psend", "lrecv", "precv")}},
+        event_labels=task_event_labels(_task_types(trace, events)))
+
+
+def _task_types(trace: DimTrace, events: np.ndarray) -> dict[str, int]:
+    """Names of the task types (event 7003 values): from the trace's own .pcf when there is one
+    (``tareador simulate --dim`` writes it), else "type N"."""
+    values = {int(v) for v in np.unique(trace.b[events][trace.a[events] == TASK_EVENT]) if v}
+    names = _pcf_values(Path(trace.path).with_suffix(".pcf"), TASK_EVENT)
+    return {names.get(v, f"type {v}"): v for v in sorted(values)}
+
+
+def _pcf_values(pcf: Path, event_type: int) -> dict[int, str]:
+    """The value labels a Paraver .pcf gives one event type ({} if none, or no readable file).
+
+    A .pcf is blocks apart by blank lines; an EVENT_TYPE block lists "gradient type label" lines,
+    then VALUES and "value label" lines."""
+    try:
+        blocks = re.split(r"\n\s*\n", pcf.read_text(errors="replace"))
+    except OSError:
+        return {}
+    for block in blocks:
+        lines = [line.strip() for line in block.strip().splitlines()]
+        if lines[:1] != ["EVENT_TYPE"] or "VALUES" not in lines:
+            continue
+        at = lines.index("VALUES")
+        if any(line.split()[1:2] == [str(event_type)] for line in lines[1:at]):
+            pairs = (line.partition(" ") for line in lines[at + 1:])
+            return {int(v): label.strip() for v, _, label in pairs if v.lstrip("-").isdigit()}
+    return {}

@@ -1,29 +1,54 @@
 /*
  * The event loop of tareador replay (tareador/replay/engine.py), in C because it visits every
- * action of traces with millions of threads. The model (CPUs per node, latency, transfers over
- * buses and links, rendezvous, the fifo/cp/rr ready queues) is described in engine.py; here is
- * only how it runs.
+ * action of traces with millions of threads. It follows the control flow of Dimemas 5.5.0
+ * (Simulator/sched/schedule.c SCHEDULER_general, SCH_fifo.c, SCH_ss_mpi_cp.c, SCH_rr.c,
+ * model/communic.c, model/links.c) step for step, because the order in which same-time steps
+ * happen decides who gets a CPU, and so the makespan:
+ *
+ *   - one event queue, first in first out among events of the same time: a thread's burst
+ *     ends (every burst, also empty ones and those that stand for a latency), a transfer
+ *     frees its bus and links, a message arrives (even after a transfer of no time);
+ *   - when a burst ends the thread gives its CPU up, then does its next actions: events are
+ *     free; a burst, a receive that blocks or the end stop it; a send or a receive that does
+ *     not block puts it back on the ready queue at the head (it keeps its turn), with an empty
+ *     burst first when its next action is not a burst (so each of them costs an event);
+ *     a latency is a burst at the head of the queue too;
+ *   - a thread woken by an arriving message queues at the tail, and the arrival gives a free
+ *     CPU of its node to the head of the queue before anything else happens;
+ *   - after every event each node that queued a thread fills its free CPUs from its queue,
+ *     nodes in order; a thread gets the CPU it last ran on if free, else the first free one;
+ *   - ready queues: FIFO and RR, tail for a thread that lost its CPU, head for one that keeps
+ *     its turn; SS_MPI_CP by priority rank (0 = never set: first, LIFO), FIFO among equal
+ *     ranks for a thread that lost its CPU, LIFO for one that keeps its turn; RR slices every
+ *     burst by the quantum, and a thread that keeps its turn only gets what is left of it;
+ *   - a transfer takes its out link, in link and bus in that order, holding what it got while
+ *     it waits in the FIFO queue of the next one; freeing each restarts the first waiter;
+ *   - messages match receives by key (sender, receiver, tag, communicator) when they meet, as in
+ *     Dimemas, not in send order: an arriving message goes to the first receiver blocked on its
+ *     key, a receive takes the first message of its key that arrived, and a rendezvous send goes
+ *     when a receiver is blocked on its key (or when its own receive was an irecv reached before).
+ *     Whether a send or a receive was reached is known per message: the k-th send of a key
+ *     pairs with its k-th receive in trace order, as engine.py matched them.
  *
  * engine.py matches sends with receives and fills struct plan with C-contiguous numpy arrays it
  * keeps alive while the loop exists:
- *   per action   kind (enum action), value: burst length in ns, message index, or priority
- *                rank (0 = never set, then 1 runs first)
+ *   per action   kind (enum action), value: burst length in ns, message index, or for an event
+ *                the priority rank it sets (-1 = none; 0 = top, then 1 runs first)
  *   per thread   its actions are thread_start[t] .. thread_start[t + 1] - 1; node
- *   per message  latency and transfer time in ns, rendezvous and immediate flags,
- *                needs[m * nneeds ..]: the pools (buses, links) its transfer holds, -1 = none;
- *                needs is NULL when every bus and link is unlimited
+ *   per message  key, latency and transfer time in ns, rendezvous and immediate flags, by_irecv
+ *                (its receive is an irecv), stages[m * STAGES ..]: the pools (links, bus) its
+ *                transfer takes, -1 = none; stages is NULL when every bus and link is unlimited.
+ *                A receive or wait action's value is its message (a wait's: its irecv's)
  *   per pool     capacity
  *   outputs      pc: the first action a thread has not done (< thread_start[t + 1]: it never
  *                finished), thread_end
  *   recorder     NULL unless record: reach time of each action; per message the logical and
  *                physical send and receive times, the sender and receiver threads and CPUs
- *                (1-based, 0 = none); the states come out through loop_states
+ *                (numbered across nodes from 1, 0 = none); the states come out through loop_states
  *
- * Time is in nanoseconds as doubles, only ever added and subtracted: results are bit for bit
- * those of the same arithmetic in Python. Ties are broken deterministically: events by
- * (time, order) and cp ready queues by (priority rank, +seq, or -seq for never-set priorities,
- * which makes them LIFO), order and seq taken from one counter; free CPUs are stacks (CPU 0
- * first); FIFO ready queues and the runnable queue are first in, first out.
+ * Time is in nanoseconds as doubles, only ever added and subtracted, as in Dimemas. Ties are
+ * broken deterministically: events by (time, order) and ready queues by (rank, +-seq), order
+ * and seq taken from one counter.
  *
  * loop_run returns every so many finished threads so that Python can report progress and
  * handle Ctrl-C; all state lives in struct loop between calls.
@@ -32,25 +57,26 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
-enum action { A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_PRIORITY }; /* as in engine.py */
-enum policy { FIFO, CP, RR };                                           /* as in engine.py */
-enum status { LOOP_NOMEM = -1, LOOP_DONE, LOOP_PAUSED };              /* as in engine.py */
-enum { NOT_PARKED = -2, PARKED_IMMEDIATE = -1 }; /* parked[m], else the blocked sender */
+enum action { A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT }; /* as in engine.py */
+enum policy { FIFO, CP, RR };                                        /* as in engine.py */
+enum status { LOOP_NOMEM = -1, LOOP_DONE, LOOP_PAUSED };           /* as in engine.py */
+enum { STAGES = 3 };                             /* out link, in link, bus; as in engine.py */
+enum { PARKED_IMMEDIATE = -1 };                  /* sender[m] of a parked message, else its blocked thread */
 enum { STATE_FIELDS = 5 };                       /* thread, cpu + 1, begin, end, Paraver state */
 
 struct plan {
-    int64_t nthreads, nmsg, nnodes, cores, npools, nneeds, policy, record;
+    int64_t nthreads, nmsg, nkeys, nnodes, cores, npools, policy, record;
     int64_t running, waiting_cpu, waiting_message; /* Paraver state codes */
     double quantum;
     const int8_t *kind;
     const double *value;
     const int64_t *thread_start;
     const int32_t *node;
+    const int32_t *key;
     const double *latency, *transfer;
-    const uint8_t *rendezvous, *immediate;
-    const int32_t *needs;
+    const uint8_t *rendezvous, *immediate, *by_irecv;
+    const int32_t *stages;
     const int64_t *capacity;
     int64_t *pc;
     double *thread_end;
@@ -69,7 +95,8 @@ struct entry {
     int64_t minor, item;
 };
 
-/* Threads linked through loop.next: a thread waits in at most one queue at a time. */
+/* A FIFO of messages or threads linked through an array of next ones: a message is in at most
+ * one queue (parked, waiting for a pool, arrived) at a time, a thread in at most one. */
 struct queue {
     int32_t head, tail;
 };
@@ -80,22 +107,32 @@ struct loop {
     int started;
     double now;
     int64_t order, finished;
-    struct vec events;  /* item: thread (burst or latency done), nthreads + thread (rr slice
-                           done), -1 - message (transfer done) */
-    struct vec *ready;  /* cp, per node: threads waiting for a CPU */
-    struct queue *fifo; /* fifo and rr, per node */
-    struct queue runnable;
-    int32_t *next;
-    int32_t *free_cpus, *nfree; /* per node, a stack of cores entries */
-    int32_t *cpu_of;
+    struct vec events;   /* item: thread (its burst ends), nthreads + 2m (message m frees its
+                            pools), nthreads + 2m + 1 (message m arrives) */
+    struct vec *ready;   /* per node: threads waiting for a CPU */
+    uint64_t *free_cpus; /* per node, words bits: its free cores */
+    int64_t words;
+    int32_t *nfree;      /* per node */
+    int32_t *context;    /* per CPU: the last thread it ran */
+    int32_t *cpu_of;     /* per thread: the CPU it last ran on, -1 before */
     int64_t *priority;
-    uint8_t *paid; /* the thread paid the latency of its current send or receive */
-    double *left;  /* rr: what remains of the current burst, < 0 = a new burst */
-    uint8_t *arrived, *posted;
-    int32_t *waiter, *parked;
+    uint8_t *loose;      /* Dimemas' loose_cpu: the thread queues at the tail */
+    uint8_t *paying, *paid; /* the thread's head burst is a latency / its latency is paid */
+    double *work;        /* the burst at the head of the thread's actions, ns left; < 0: none
+                            (then the head is the trace's action at pc) */
+    double *slice;       /* rr: what the thread has used of its quantum */
+    struct queue *arrived, *parked, *receivers; /* per key: messages not received yet, rendezvous
+                                                   sends waiting for a receiver, blocked receivers */
+    uint8_t *sent, *posted; /* per message: its send, its receive was reached */
+    int32_t *sender;     /* per parked message */
+    int32_t *next_msg, *next_thread;
     int64_t *inuse;      /* per pool */
-    struct vec pending;  /* messages waiting for a bus or link, int64 */
+    struct queue *waiting; /* per pool */
+    int8_t *taken;       /* per message, stages taken */
+    uint8_t *dirty;      /* per node: queued a thread during this event */
+    struct vec reload;   /* the dirty nodes, int32 */
     double *blocked, *queued; /* recorder: since when a thread waits for a message, a CPU */
+    double *posted_at;   /* recorder: per message, when its receive was reached */
     struct vec states;   /* recorder: STATE_FIELDS doubles per state */
 };
 
@@ -147,23 +184,23 @@ static struct entry heap_pop(struct vec *h)
     return top;
 }
 
-static void enqueue(struct loop *L, struct queue *q, int32_t t)
+static void enqueue(int32_t *next, struct queue *q, int32_t x)
 {
-    L->next[t] = -1;
+    next[x] = -1;
     if (q->tail < 0)
-        q->head = t;
+        q->head = x;
     else
-        L->next[q->tail] = t;
-    q->tail = t;
+        next[q->tail] = x;
+    q->tail = x;
 }
 
-static int32_t dequeue(struct loop *L, struct queue *q)
+static int32_t dequeue(const int32_t *next, struct queue *q)
 {
-    int32_t t = q->head;
-    q->head = L->next[t];
+    int32_t x = q->head;
+    q->head = next[x];
     if (q->head < 0)
         q->tail = -1;
-    return t;
+    return x;
 }
 
 static void push_event(struct loop *L, double when, int64_t item)
@@ -171,231 +208,384 @@ static void push_event(struct loop *L, double when, int64_t item)
     heap_push(L, &L->events, when, L->order++, item);
 }
 
-/* Recorder: a Paraver state; empty ones are not kept. */
-static void state(struct loop *L, int32_t t, int32_t cpu, double begin, double end, int64_t code)
+/* Recorder: a Paraver state on a CPU (-1: none); empty ones are not kept. */
+static void state(struct loop *L, int32_t t, int64_t cpu, double begin, double end, int64_t code)
 {
     if (end > begin) {
         double *row = grow(L, &L->states, STATE_FIELDS * sizeof(double));
         row[0] = t;
-        row[1] = cpu + 1;
+        row[1] = (double)(cpu + 1);
         row[2] = begin;
         row[3] = end;
         row[4] = code;
     }
 }
 
-static void make_ready(struct loop *L, int32_t t)
+static int64_t end_of(const struct loop *L, int32_t t)
+{
+    return L->p.thread_start[t + 1];
+}
+
+/* Is the thread's next action a burst? Dimemas puts a thread on a CPU only to run one. */
+static int head_is_burst(const struct loop *L, int32_t t)
+{
+    int64_t i = L->p.pc[t];
+    return L->work[t] >= 0 || (i < end_of(L, t) && L->p.kind[i] == A_BURST);
+}
+
+/* SCHEDULER_thread_to_ready: queue t for a CPU of its node, at the tail if it lost its CPU. */
+static void to_ready(struct loop *L, int32_t t)
 {
     const struct plan *p = &L->p;
     int32_t n = p->node[t];
-    if (L->nfree[n] && L->fifo[n].head < 0 && L->ready[n].n == 0) {
-        L->cpu_of[t] = L->free_cpus[n * p->cores + --L->nfree[n]];
-        enqueue(L, &L->runnable, t);
-    } else if (p->policy == CP) {
-        int64_t seq = L->order++;
-        heap_push(L, &L->ready[n], (double)L->priority[t], L->priority[t] ? seq : -seq, t);
-    } else {
-        enqueue(L, &L->fifo[n], t);
+    if (!head_is_burst(L, t))
+        L->work[t] = 0;
+    int64_t rank = p->policy == CP ? L->priority[t] : 0;
+    int64_t seq = L->order++;
+    int front = !L->loose[t] || (p->policy == CP && rank == 0);
+    heap_push(L, &L->ready[n], (double)rank, front ? -seq : seq, t);
+    if (!L->dirty[n]) {
+        L->dirty[n] = 1;
+        *(int32_t *)grow(L, &L->reload, sizeof(int32_t)) = n;
     }
     if (p->record)
         L->queued[t] = L->now;
 }
 
-/* Thread t gives its CPU up: to the next thread waiting on its node, else back to the stack. */
-static void release(struct loop *L, int32_t t)
+static void finish(struct loop *L, int32_t t)
 {
-    const struct plan *p = &L->p;
-    int32_t n = p->node[t], cpu = L->cpu_of[t], next;
-    L->cpu_of[t] = -1;
-    if (L->fifo[n].head >= 0) {
-        next = dequeue(L, &L->fifo[n]);
-    } else if (L->ready[n].n) {
-        next = (int32_t)heap_pop(&L->ready[n]).item;
+    L->p.pc[t] = end_of(L, t);
+    L->p.thread_end[t] = L->now;
+    L->finished++;
+}
+
+/* The action at pc is done and t goes on at once: it queues keeping its turn, or ends. */
+static void next_action(struct loop *L, int32_t t)
+{
+    if (++L->p.pc[t] == end_of(L, t)) {
+        finish(L, t);
     } else {
-        L->free_cpus[n * p->cores + L->nfree[n]++] = cpu;
-        return;
+        L->loose[t] = 0;
+        to_ready(L, t);
     }
-    L->cpu_of[next] = cpu;
-    enqueue(L, &L->runnable, next);
-    if (p->record)
-        state(L, next, -1, L->queued[next], L->now, p->waiting_cpu);
 }
 
-static void transfer(struct loop *L, int64_t m);
+static int cpu_is_free(const struct loop *L, int64_t n, int64_t core)
+{
+    return (L->free_cpus[n * L->words + core / 64] >> (core % 64)) & 1;
+}
 
-/* Message m has arrived: free its bus and links, wake its receiver, retry waiting transfers. */
-static void deliver(struct loop *L, int64_t m)
+static void set_cpu_free(struct loop *L, int64_t n, int64_t core, int free)
+{
+    uint64_t *w = &L->free_cpus[n * L->words + core / 64], bit = (uint64_t)1 << (core % 64);
+    *w = free ? *w | bit : *w & ~bit;
+    L->nfree[n] += free ? 1 : -1;
+}
+
+/* select_free_cpu: the CPU t ran on last if it is free and nobody ran there since, else the first free. */
+static int64_t take_cpu(struct loop *L, int32_t n, int32_t t)
+{
+    int64_t base = (int64_t)n * L->p.cores, last = L->cpu_of[t], core = -1;
+    if (last >= 0 && L->context[last] == t && cpu_is_free(L, n, last - base))
+        core = last - base;
+    for (int64_t w = 0; core < 0; w++)
+        if (L->free_cpus[n * L->words + w])
+            core = 64 * w + __builtin_ctzll(L->free_cpus[n * L->words + w]);
+    set_cpu_free(L, n, core, 0);
+    L->context[base + core] = t;
+    L->cpu_of[t] = (int32_t)(base + core);
+    return base + core;
+}
+
+/* How long t runs now: its whole head burst, or under rr what the quantum allows. */
+static double run_time(struct loop *L, int32_t t)
 {
     const struct plan *p = &L->p;
-    L->arrived[m] = 1;
-    if (p->record)
-        p->precv[m] = L->now;
-    if (p->needs)
-        for (int64_t j = 0; j < p->nneeds; j++)
-            if (p->needs[m * p->nneeds + j] >= 0)
-                L->inuse[p->needs[m * p->nneeds + j]]--;
-    int32_t w = L->waiter[m];
-    if (w >= 0) {
-        L->waiter[m] = -1;
-        if (p->record)
-            state(L, w, L->cpu_of[w], L->blocked[w], L->now, p->waiting_message);
-        make_ready(L, w);
+    double w = L->work[t], d = w;
+    if (p->policy == RR) {
+        if (L->loose[t] || L->slice[t] == p->quantum) {
+            d = w < p->quantum ? w : p->quantum;
+            L->slice[t] = d;
+        } else {
+            d = p->quantum - L->slice[t];
+            d = d < w ? d : w;
+            L->slice[t] += d;
+        }
     }
-    if (p->needs && L->pending.n) {
-        /* Retry those pending now, in order; a transfer that still cannot start queues again. */
-        struct vec waiting = L->pending;
-        memset(&L->pending, 0, sizeof L->pending);
-        for (int64_t k = 0; k < waiting.n; k++)
-            transfer(L, ((int64_t *)waiting.data)[k]);
-        free(waiting.data);
+    L->work[t] = w - d == 0 ? -1 : w - d;
+    return d;
+}
+
+/* put_thread_on_run: the head of node n's queue takes a free CPU and starts its head burst. */
+static void dispatch(struct loop *L, int32_t n)
+{
+    const struct plan *p = &L->p;
+    int32_t t = (int32_t)heap_pop(&L->ready[n]).item;
+    int64_t cpu = take_cpu(L, n, t);
+    if (L->work[t] < 0) {
+        int64_t i = p->pc[t]++;
+        L->work[t] = p->value[i];
+        if (p->record)
+            p->reach[i] = L->now;
+    }
+    double d = run_time(L, t);
+    L->loose[t] = 1;
+    push_event(L, L->now + d, t);
+    if (p->record) {
+        state(L, t, -1, L->queued[t], L->now, p->waiting_cpu);
+        state(L, t, cpu, L->now, L->now + d, p->running);
     }
 }
 
-/* Start message m's transfer, or queue it until its bus and links are free. */
+static void dispatch_one(struct loop *L, int32_t n)
+{
+    if (L->ready[n].n && L->nfree[n])
+        dispatch(L, n);
+}
+
+/* reload_events after each event: nodes that queued threads fill their free CPUs, in order. */
+static void reload(struct loop *L)
+{
+    int32_t *nodes = L->reload.data;
+    for (int64_t i = 1; i < L->reload.n; i++)
+        for (int64_t j = i; j > 0 && nodes[j - 1] > nodes[j]; j--) {
+            int32_t x = nodes[j];
+            nodes[j] = nodes[j - 1];
+            nodes[j - 1] = x;
+        }
+    for (int64_t i = 0; i < L->reload.n; i++) {
+        L->dirty[nodes[i]] = 0;
+        while (L->ready[nodes[i]].n && L->nfree[nodes[i]])
+            dispatch(L, nodes[i]);
+    }
+    L->reload.n = 0;
+}
+
+/* Recorder: t starts waiting, without a CPU, for a message or for a receive of its rendezvous send. */
+static void block(struct loop *L, int32_t t)
+{
+    if (L->p.record)
+        L->blocked[t] = L->now;
+}
+
+static void wake_state(struct loop *L, int32_t t)
+{
+    if (L->p.record)
+        state(L, t, -1, L->blocked[t], L->now, L->p.waiting_message);
+}
+
+/* Take the pools of message m's transfer in order; 0 (queued for one) if one is full. */
+static int take_stages(struct loop *L, int64_t m)
+{
+    const struct plan *p = &L->p;
+    for (; L->taken[m] < STAGES; L->taken[m]++) {
+        int32_t pool = p->stages[m * STAGES + L->taken[m]];
+        if (pool < 0)
+            continue;
+        if (L->inuse[pool] >= p->capacity[pool]) {
+            enqueue(L->next_msg, &L->waiting[pool], (int32_t)m);
+            return 0;
+        }
+        L->inuse[pool]++;
+    }
+    return 1;
+}
+
+/* really_send: start message m's transfer once its links and bus are free. */
 static void transfer(struct loop *L, int64_t m)
 {
     const struct plan *p = &L->p;
-    if (p->needs) {
-        const int32_t *need = p->needs + m * p->nneeds;
-        for (int64_t j = 0; j < p->nneeds; j++) {
-            if (need[j] >= 0 && L->inuse[need[j]] >= p->capacity[need[j]]) {
-                *(int64_t *)grow(L, &L->pending, sizeof(int64_t)) = m;
-                return;
-            }
-        }
-        for (int64_t j = 0; j < p->nneeds; j++)
-            if (need[j] >= 0)
-                L->inuse[need[j]]++;
-    }
+    if (p->stages && !take_stages(L, m))
+        return;
     if (p->record)
         p->psend[m] = L->now;
-    if (p->transfer[m] > 0)
-        push_event(L, L->now + p->transfer[m], -1 - m);
-    else
-        deliver(L, m);
+    if (p->stages)
+        push_event(L, L->now + p->transfer[m], p->nthreads + 2 * m);
+    push_event(L, L->now + p->transfer[m], p->nthreads + 2 * m + 1);
 }
 
-/* Thread t waits for a message and resumes at action resume. */
-static void block(struct loop *L, int32_t t, int64_t resume)
-{
-    L->p.pc[t] = resume;
-    if (L->p.record)
-        L->blocked[t] = L->now;
-    release(L, t);
-}
-
-static void start_burst(struct loop *L, int32_t t, int64_t i)
+/* Message m frees its links and bus; each restarts the first transfer waiting for it. */
+static void free_stages(struct loop *L, int64_t m)
 {
     const struct plan *p = &L->p;
-    double d = p->value[i];
-    int64_t item = t;
-    if (p->policy == RR) {
-        if (L->left[t] >= 0) {
-            d = L->left[t];
-            L->left[t] = -1;
-        }
-        if (d > p->quantum) {
-            L->left[t] = d - p->quantum;
-            d = p->quantum;
-        } else {
-            i++;
-        }
-        p->pc[t] = i;
-        item = p->nthreads + t;
-    } else {
-        p->pc[t] = i + 1;
+    for (int64_t j = 0; j < STAGES; j++) {
+        int32_t pool = p->stages[m * STAGES + j];
+        if (pool < 0)
+            continue;
+        L->inuse[pool]--;
+        if (L->waiting[pool].head >= 0)
+            transfer(L, dequeue(L->next_msg, &L->waiting[pool]));
     }
-    push_event(L, L->now + d, item);
-    if (p->record)
-        state(L, t, L->cpu_of[t], L->now, L->now + d, p->running);
 }
 
-/* Thread t posts the receive of message m (action i): a parked rendezvous send may go. */
-static void post_receive(struct loop *L, int32_t t, int64_t i, int64_t m)
+/* Recorder: thread w takes message got in the receive or wait whose own message is m. */
+static void received(struct loop *L, int32_t w, int64_t got, int64_t m)
 {
     const struct plan *p = &L->p;
-    L->posted[m] = 1;
     if (p->record) {
-        p->rthread[m] = t;
-        p->rcpu[m] = L->cpu_of[t] + 1;
-        p->lrecv[m] = p->reach[i];
-    }
-    int32_t s = L->parked[m];
-    if (s == NOT_PARKED)
-        return;
-    L->parked[m] = NOT_PARKED;
-    transfer(L, m);
-    if (s >= 0) {
-        if (p->record)
-            state(L, s, -1, L->blocked[s], L->now, p->waiting_message);
-        make_ready(L, s);
+        p->rthread[got] = w;
+        p->rcpu[got] = L->cpu_of[w] + 1;
+        p->lrecv[got] = L->posted_at[m];
     }
 }
 
-/* Thread t, which holds a CPU, goes on until it starts a timed step, blocks or ends. */
-static void run_thread(struct loop *L, int32_t t)
+/* message_received: the first receiver blocked on m's key takes it, queues at the tail and may
+ * take a free CPU at once; with none, m waits for a receive. */
+static void arrive(struct loop *L, int64_t m)
 {
     const struct plan *p = &L->p;
-    int64_t i = p->pc[t], end = p->thread_start[t + 1];
+    struct queue *receivers = &L->receivers[p->key[m]];
+    if (p->record)
+        p->precv[m] = L->now;
+    if (receivers->head < 0) {
+        enqueue(L->next_msg, &L->arrived[p->key[m]], (int32_t)m);
+        return;
+    }
+    int32_t w = dequeue(L->next_thread, receivers);
+    received(L, w, m, (int64_t)p->value[p->pc[w]]);
+    wake_state(L, w);
+    if (++p->pc[w] == end_of(L, w)) {
+        finish(L, w);
+        return;
+    }
+    L->loose[w] = 1;
+    to_ready(L, w);
+    dispatch_one(L, p->node[w]);
+}
+
+/* Start_communication_if_partner_ready_for_rendez_vous: the first rendezvous send parked on
+ * the key goes; a blocked sender goes on. */
+static void start_parked(struct loop *L, int64_t key)
+{
+    if (L->parked[key].head < 0)
+        return;
+    int32_t m = dequeue(L->next_msg, &L->parked[key]), s = L->sender[m];
+    transfer(L, m);
+    if (s != PARKED_IMMEDIATE) {
+        wake_state(L, s);
+        next_action(L, s);
+    }
+}
+
+/* Before a send, receive or wait t pays the latency as a burst; 1 if it went to do so. */
+static int pay_latency(struct loop *L, int32_t t, int64_t m)
+{
+    if (L->paid[t]) {
+        L->paid[t] = 0;
+        return 0;
+    }
+    if (L->p.latency[m] == 0)
+        return 0;
+    L->loose[t] = 0;
+    L->paying[t] = 1;
+    L->work[t] = L->p.latency[m];
+    to_ready(L, t);
+    return 1;
+}
+
+/* Recorder: the first time t reaches action i (not again after paying its latency). */
+static void reached(struct loop *L, int32_t t, int64_t i)
+{
+    if (L->p.record && !L->paid[t])
+        L->p.reach[i] = L->now;
+}
+
+static void do_send(struct loop *L, int32_t t, int64_t i, int64_t m)
+{
+    const struct plan *p = &L->p;
+    if (p->record && !L->paid[t]) {
+        p->sthread[m] = t;
+        p->scpu[m] = L->cpu_of[t] + 1;
+        p->lsend[m] = L->now;
+    }
+    reached(L, t, i);
+    if (pay_latency(L, t, m))
+        return;
+    L->sent[m] = 1;
+    int64_t key = p->key[m];
+    if (p->rendezvous[m] && !(L->posted[m] && p->by_irecv[m]) && L->receivers[key].head < 0) {
+        L->sender[m] = p->immediate[m] ? PARKED_IMMEDIATE : t;
+        enqueue(L->next_msg, &L->parked[key], (int32_t)m);
+        if (p->immediate[m])
+            next_action(L, t);
+        else
+            block(L, t);
+        return;
+    }
+    transfer(L, m);
+    next_action(L, t);
+}
+
+/* A receive, irecv or wait of message m (a wait's: its irecv's), matched by m's key. */
+static void do_receive(struct loop *L, int32_t t, int64_t i, int64_t m, int k)
+{
+    const struct plan *p = &L->p;
+    int64_t key = p->key[m];
+    reached(L, t, i);
+    if (k != A_IRECV && pay_latency(L, t, m))
+        return;
+    if (k != A_WAIT) {
+        L->posted[m] = 1;
+        if (p->record)
+            L->posted_at[m] = p->reach[i];
+    }
+    if (k == A_IRECV) {
+        if (L->sent[m] && p->rendezvous[m])
+            start_parked(L, key);
+        next_action(L, t);
+    } else if (L->arrived[key].head >= 0) {
+        received(L, t, dequeue(L->next_msg, &L->arrived[key]), m);
+        next_action(L, t);
+    } else {
+        start_parked(L, key);
+        enqueue(L->next_thread, &L->receivers[key], t);
+        block(L, t);
+    }
+}
+
+/* SCHEDULER_general's next_op: t, off its CPU, does actions until one takes time or blocks. */
+static void run_actions(struct loop *L, int32_t t)
+{
+    const struct plan *p = &L->p;
     for (;;) {
-        if (i == end) {
-            p->pc[t] = end;
-            p->thread_end[t] = L->now;
-            release(L, t);
-            L->finished++;
+        if (head_is_burst(L, t)) {
+            L->loose[t] = 1;
+            to_ready(L, t);
+            return;
+        }
+        int64_t i = p->pc[t];
+        if (i == end_of(L, t)) {
+            finish(L, t);
             return;
         }
         int k = p->kind[i];
-        if (p->record && !L->paid[t])
+        if (k != A_EVENT) {
+            int64_t m = (int64_t)p->value[i];
+            if (k == A_SEND)
+                do_send(L, t, i, m);
+            else
+                do_receive(L, t, i, m, k);
+            return;
+        }
+        if (p->record)
             p->reach[i] = L->now;
-        if (k == A_BURST) {
-            start_burst(L, t, i);
-            return;
-        }
-        if (k == A_PRIORITY) {
-            L->priority[t] = (int64_t)p->value[i++];
-            continue;
-        }
-        int64_t m = (int64_t)p->value[i];
-        if (k != A_WAIT && p->latency[m] != 0 && !L->paid[t]) {
-            L->paid[t] = 1;
-            p->pc[t] = i;
-            push_event(L, L->now + p->latency[m], t);
-            if (p->record)
-                state(L, t, L->cpu_of[t], L->now, L->now + p->latency[m], p->running);
-            return;
-        }
-        L->paid[t] = 0;
-        if (k == A_SEND) {
-            if (p->record) {
-                p->sthread[m] = t;
-                p->scpu[m] = L->cpu_of[t] + 1;
-                p->lsend[m] = p->reach[i];
-            }
-            if (p->rendezvous[m] && !L->posted[m]) {
-                if (p->immediate[m]) {
-                    L->parked[m] = PARKED_IMMEDIATE;
-                    i++;
-                    continue;
-                }
-                L->parked[m] = t;
-                block(L, t, i + 1);
-                return;
-            }
-            transfer(L, m);
-            i++;
-            continue;
-        }
-        if (k != A_WAIT)
-            post_receive(L, t, i, m);
-        if (k == A_IRECV || L->arrived[m]) {
-            i++;
-            continue;
-        }
-        L->waiter[m] = t;
-        block(L, t, i + 1);
-        return;
+        if (p->value[i] >= 0)
+            L->priority[t] = (int64_t)p->value[i];
+        p->pc[t]++;
     }
+}
+
+/* SCH_TIMER_OUT: t's burst ended; it frees its CPU, goes on, and the CPU goes to the queue's head. */
+static void burst_ends(struct loop *L, int32_t t)
+{
+    int32_t n = L->p.node[t];
+    set_cpu_free(L, n, L->cpu_of[t] - (int64_t)n * L->p.cores, 1);
+    if (L->paying[t]) {
+        L->paying[t] = 0;
+        L->paid[t] = 1;
+    }
+    run_actions(L, t);
+    dispatch_one(L, n);
 }
 
 void loop_free(struct loop *L)
@@ -405,9 +595,10 @@ void loop_free(struct loop *L)
     free(L->events.data);
     for (int64_t n = 0; L->ready && n < L->p.nnodes; n++)
         free(L->ready[n].data);
-    void *arrays[] = {L->ready, L->fifo, L->next, L->free_cpus, L->nfree, L->cpu_of, L->priority, L->paid,
-                      L->left, L->arrived, L->posted, L->waiter, L->parked, L->inuse, L->pending.data,
-                      L->blocked, L->queued, L->states.data};
+    void *arrays[] = {L->ready, L->free_cpus, L->nfree, L->context, L->cpu_of, L->priority, L->loose, L->paying,
+                      L->paid, L->work, L->slice, L->arrived, L->parked, L->receivers, L->sent, L->posted,
+                      L->sender, L->next_msg, L->next_thread, L->inuse, L->waiting, L->taken, L->dirty,
+                      L->reload.data, L->blocked, L->queued, L->posted_at, L->states.data};
     for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
         free(arrays[k]);
     free(L);
@@ -425,45 +616,73 @@ struct loop *loop_new(const struct plan *p)
     if (!L)
         return NULL;
     L->p = *p;
-    int64_t T = p->nthreads, M = p->nmsg, N = p->nnodes;
+    int64_t T = p->nthreads, M = p->nmsg, K = p->nkeys, N = p->nnodes;
+    L->words = (p->cores + 63) / 64;
     L->ready = zeros(N, sizeof *L->ready);
-    L->fifo = zeros(N, sizeof *L->fifo);
-    L->next = zeros(T, sizeof *L->next);
-    L->free_cpus = zeros(N * p->cores, sizeof *L->free_cpus);
+    L->free_cpus = zeros(N * L->words, sizeof *L->free_cpus);
     L->nfree = zeros(N, sizeof *L->nfree);
+    L->context = zeros(N * p->cores, sizeof *L->context);
     L->cpu_of = zeros(T, sizeof *L->cpu_of);
     L->priority = zeros(T, sizeof *L->priority);
+    L->loose = zeros(T, sizeof *L->loose);
+    L->paying = zeros(T, sizeof *L->paying);
     L->paid = zeros(T, sizeof *L->paid);
-    L->left = zeros(T, sizeof *L->left);
-    L->arrived = zeros(M, sizeof *L->arrived);
+    L->work = zeros(T, sizeof *L->work);
+    L->slice = zeros(T, sizeof *L->slice);
+    L->arrived = zeros(K, sizeof *L->arrived);
+    L->parked = zeros(K, sizeof *L->parked);
+    L->receivers = zeros(K, sizeof *L->receivers);
+    L->sent = zeros(M, sizeof *L->sent);
     L->posted = zeros(M, sizeof *L->posted);
-    L->waiter = zeros(M, sizeof *L->waiter);
-    L->parked = zeros(M, sizeof *L->parked);
+    L->sender = zeros(M, sizeof *L->sender);
+    L->next_msg = zeros(M, sizeof *L->next_msg);
+    L->next_thread = zeros(T, sizeof *L->next_thread);
     L->inuse = zeros(p->npools, sizeof *L->inuse);
+    L->waiting = zeros(p->npools, sizeof *L->waiting);
+    L->taken = zeros(p->stages ? M : 0, sizeof *L->taken);
+    L->dirty = zeros(N, sizeof *L->dirty);
     L->blocked = zeros(p->record ? T : 0, sizeof *L->blocked);
     L->queued = zeros(p->record ? T : 0, sizeof *L->queued);
-    if (!(L->ready && L->fifo && L->next && L->free_cpus && L->nfree && L->cpu_of && L->priority && L->paid &&
-          L->left && L->arrived && L->posted && L->waiter && L->parked && L->inuse && L->blocked && L->queued)) {
+    L->posted_at = zeros(p->record ? M : 0, sizeof *L->posted_at);
+    if (!(L->ready && L->free_cpus && L->nfree && L->context && L->cpu_of && L->priority && L->loose &&
+          L->paying && L->paid && L->work && L->slice && L->arrived && L->parked && L->receivers && L->sent &&
+          L->posted && L->sender && L->next_msg && L->next_thread && L->inuse && L->waiting && L->taken &&
+          L->dirty && L->blocked && L->queued && L->posted_at)) {
         loop_free(L);
         return NULL;
     }
-    L->runnable.head = L->runnable.tail = -1;
-    for (int64_t n = 0; n < N; n++) {
-        L->fifo[n].head = L->fifo[n].tail = -1;
+    for (int64_t n = 0; n < N; n++)
         for (int64_t c = 0; c < p->cores; c++)
-            L->free_cpus[n * p->cores + c] = (int32_t)(p->cores - 1 - c);
-        L->nfree[n] = (int32_t)p->cores;
-    }
+            set_cpu_free(L, n, c, 1);
+    for (int64_t c = 0; c < N * p->cores; c++)
+        L->context[c] = -1;
     for (int64_t t = 0; t < T; t++) {
         L->cpu_of[t] = -1;
-        L->left[t] = -1;
+        L->work[t] = -1;
         p->pc[t] = p->thread_start[t];
     }
-    for (int64_t m = 0; m < M; m++) {
-        L->waiter[m] = -1;
-        L->parked[m] = NOT_PARKED;
-    }
+    for (int64_t k = 0; k < K; k++)
+        L->arrived[k].head = L->arrived[k].tail = L->parked[k].head = L->parked[k].tail = L->receivers[k].head =
+            L->receivers[k].tail = -1;
+    for (int64_t k = 0; k < p->npools; k++)
+        L->waiting[k].head = L->waiting[k].tail = -1;
     return L;
+}
+
+/* SCHEDULER_Init: every thread queues as one that lost its CPU (under SS_MPI_CP all of them
+ * rank 0, so the last first), then each node fills its CPUs. A thread that does not begin with
+ * a burst gets an empty one first (Dimemas leaves such a thread out of the simulation). */
+static void start(struct loop *L)
+{
+    for (int32_t t = 0; t < L->p.nthreads; t++) {
+        if (L->p.pc[t] == end_of(L, t)) {
+            finish(L, t);
+        } else {
+            L->loose[t] = 1;
+            to_ready(L, t);
+        }
+    }
+    reload(L);
 }
 
 /* Run until no event is left (LOOP_DONE) or at least pause_at threads finished (LOOP_PAUSED). */
@@ -474,28 +693,22 @@ int loop_run(struct loop *L, int64_t pause_at)
         return LOOP_NOMEM;
     if (!L->started) {
         L->started = 1;
-        for (int32_t t = 0; t < p->nthreads; t++)
-            if (p->pc[t] < p->thread_start[t + 1])
-                make_ready(L, t);
+        start(L);
     }
     for (;;) {
-        while (L->runnable.head >= 0)
-            run_thread(L, dequeue(L, &L->runnable));
         if (L->finished >= pause_at)
             return LOOP_PAUSED;
         if (L->events.n == 0)
             return LOOP_DONE;
         struct entry e = heap_pop(&L->events);
         L->now = e.major;
-        if (e.item >= p->nthreads) { /* a round-robin slice ended: back to the end of the queue */
-            int32_t t = (int32_t)(e.item - p->nthreads);
-            release(L, t);
-            make_ready(L, t);
-        } else if (e.item >= 0) {
-            enqueue(L, &L->runnable, (int32_t)e.item);
-        } else {
-            deliver(L, -1 - e.item);
-        }
+        if (e.item < p->nthreads)
+            burst_ends(L, (int32_t)e.item);
+        else if ((e.item - p->nthreads) % 2)
+            arrive(L, (e.item - p->nthreads) / 2);
+        else
+            free_stages(L, (e.item - p->nthreads) / 2);
+        reload(L);
     }
 }
 

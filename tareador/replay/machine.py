@@ -220,6 +220,7 @@ def format_cfg(machine: Machine, scheduler_file: str = "") -> str:
     """The same machine as a Dimemas configuration, to run the real Dimemas on our .dim files."""
     m = machine
     mapping = f"{m.tasks_per_node} TASKS_PER_NODE" if m.tasks_per_node else "FILL_NODES"
+    scheduler_file = scheduler_file or '""'  # Dimemas rejects an empty field, not an empty string
     return (
         "#DIMEMAS_CONFIGURATION\n"
         '"wide area network information" {"", 1, 0, 4, 0.0, 0.0, 1};;\n'
