@@ -10,7 +10,6 @@ import ctypes
 import os
 import shutil
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,8 +83,11 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
         elif message["type"] == "error":
             result.setdefault("errors", []).append(message.get("description", "agent error"))
 
+    detached = threading.Event()
+
     def on_detached(reason, crash):
         result["detached"] = reason
+        detached.set()
         done.set()
 
     try:
@@ -122,9 +124,7 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
         _kill(device, pid)
         result["interrupted"] = True
     # The process normally detaches right after the result; give it a moment to report its exit.
-    deadline = time.monotonic() + 5
-    while "detached" not in result and time.monotonic() < deadline:
-        time.sleep(0.02)
+    detached.wait(5)
     meta = result.get("meta")
     if meta is None:
         reason = result.get("detached", "unknown")
