@@ -26,6 +26,7 @@ test: deps
 
 benchmark: deps
 	$(PYTHON) benchmarks/trace_overhead.py
+	$(PYTHON) benchmarks/replay_scale.py
 
 clean:
 	$(MAKE) -C examples clean
