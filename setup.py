@@ -14,6 +14,8 @@ ROOT = Path(__file__).resolve().parent
 class BuildWithSources(build_py):
     def run(self):
         super().run()
+        if getattr(self, "editable_mode", False):  # an editable install finds them in the checkout
+            return
         for directory in ("annotations", "tracer_agents"):
             shutil.copytree(ROOT / directory, Path(self.build_lib) / "tareador" / "_sources" / directory,
                             dirs_exist_ok=True)
