@@ -27,6 +27,7 @@ RULE_EDGES = {
     ("big_copy", "use_big", "RAW", "big_dst", 65536),
     ("clear", "read_z", "RAW", heap("*src = malloc", 2), 1000),  # memset
     ("write_grow", "read_grow", "RAW", heap("grow = realloc"), 128),  # realloc moved the block
+    ("write_shrink", "read_shrunk", "RAW", heap("*shrunk = realloc"), 128),  # realloc in place
     ("write_dis", "read_en", "RAW", heap("*dis = malloc"), 64),  # not read_dis: disabled then
     ("war_first", "war_read", "RAW", heap("*w = malloc"), 16),
     ("war_first", "war_write", "WAW", heap("*w = malloc"), 16),
@@ -44,7 +45,7 @@ RULE_EDGES = {
 }
 # Tasks doing `sink += ...` read and write main's local `sink`: a genuine chain through it.
 SINK_TASKS = ["consume_part", "get_global", "sum_local", "private_a", "private_b", "use_dst", "use_big",
-              "read_z", "read_new", "read_grow", "read_dis", "read_en", "war_read", "outer", "read_zeros",
+              "read_z", "read_new", "read_grow", "read_shrunk", "read_dis", "read_en", "war_read", "outer", "read_zeros",
               "read_word", "reread", "read_mapped"]
 
 
@@ -79,8 +80,8 @@ def test_no_edge_through_libc_state_private_stack_or_freed_block(rules_trace):
 def test_task_table_and_summary(rules_trace):
     t = rules_trace
     names = [x.name for x in t.tasks if not x.is_main]
-    assert len(names) == 39 and len(set(names)) == 39
-    assert t.summary["instances"] == 39 and t.summary["task_types"] == 39
+    assert len(names) == 41 and len(set(names)) == 41
+    assert t.summary["instances"] == 41 and t.summary["task_types"] == 41
     assert t.summary["partial"] is False and t.summary["exit_status"] == 0
     inner = next(x for x in t.tasks if x.name == "inner")
     outer = next(x for x in t.tasks if x.name == "outer")

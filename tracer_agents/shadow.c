@@ -410,10 +410,17 @@ void tr_move_object(uint64_t old_address, uint64_t new_address, uint64_t new_siz
     tr_add_object(new_address, new_size, KIND_HEAP, site, 0);
     return;
   }
-  ObjectRow *old = &objects[id - 1];
-  uint64_t moved = old->size < new_size ? old->size : new_size;
-  int64_t fresh = tr_add_object(new_address, new_size, KIND_HEAP, site, 0);
-  if (fresh < 0) return;
+  /* Not a pointer: tr_add_object may move the objects table. */
+  uint64_t old_size = objects[id - 1].size;
+  objects[id - 1].alive = 0;
+  if (new_address == old_address) {
+    /* Resized in place: the bytes keep their history; those given back belong to nobody. */
+    tr_add_object(new_address, new_size, KIND_HEAP, site, 1);
+    if (new_size < old_size) fill_range(new_address + new_size, old_size - new_size, 0, 0);
+    return;
+  }
+  if (tr_add_object(new_address, new_size, KIND_HEAP, site, 0) < 0) return;
+  uint64_t moved = old_size < new_size ? old_size : new_size;
   /* Whole granules while both blocks are aligned alike (malloc's 16-byte alignment), bytes else. */
   int aligned = (old_address % GRANULE) == 0 && (new_address % GRANULE) == 0;
   for (uint64_t k = 0; k < moved;) {
@@ -423,11 +430,8 @@ void tr_move_object(uint64_t old_address, uint64_t new_address, uint64_t new_siz
     if (from) set_range(new_address + k, step, FIELD_WRITER, byte_field(from, i, FIELD_WRITER), 0);
     k += step;
   }
-  if (old_address != new_address) {
-    old->alive = 0;
-    if (new_address >= old_address + old->size || new_address + new_size <= old_address)
-      fill_range(old_address, old->size, 0, 0);
-  }
+  if (new_address >= old_address + old_size || new_address + new_size <= old_address)
+    fill_range(old_address, old_size, 0, 0);
 }
 
 /* calloc(): the allocating task instance wrote the zeros. */

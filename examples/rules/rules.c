@@ -79,6 +79,12 @@ int main(void)
   TASK("write_grow", write_ints(grow, 0, 32));
   grow = realloc(grow, 1 << 20);
   TASK("read_grow", sink += read_ints(grow, 0, 32));
+  /* ... and so does one that shrinks the block where it is. */
+  int *shrink = malloc(64 * sizeof(int));
+  TASK("write_shrink", write_ints(shrink, 0, 64));
+  int *shrunk = realloc(shrink, 32 * sizeof(int));
+  TASK("read_shrunk", sink += read_ints(shrunk, 0, 32));
+  printf("shrunk in place: %s\n", shrunk == shrink ? "yes" : "no");
   /* tareador_disable_object excludes the object until re-enabled. */
   TASK("write_dis", write_ints(dis, 0, 16));
   tareador_disable_object(dis);
@@ -111,7 +117,7 @@ int main(void)
   tareador_OFF();
 
   printf("sink %d\n", sink);
-  free(buf); free(src); free(dst); free(z); free(dis); free(w); free(nest); free(fresh); free(grow); free(zeros); free(bytes);
+  free(buf); free(src); free(dst); free(z); free(dis); free(w); free(nest); free(fresh); free(grow); free(zeros); free(bytes); free(shrunk);
   munmap(mapped, 4096);
   return 0;
 }
