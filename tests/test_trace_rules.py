@@ -42,11 +42,12 @@ RULE_EDGES = {
     ("read_word", "rewrite", "WAR", heap("*bytes = malloc"), 8),
     ("rewrite", "reread", "RAW", heap("*bytes = malloc"), 8),  # whole ints again
     ("write_mapped", "read_mapped", "RAW", heap("*mapped = mmap"), 16),  # ints 4..7 of a mapping
+    ("write_mapped", "read_unmap", "RAW", heap("*mapped = mmap"), 32),  # read, then munmap in the task
 }
 # Tasks doing `sink += ...` read and write main's local `sink`: a genuine chain through it.
 SINK_TASKS = ["consume_part", "get_global", "sum_local", "private_a", "private_b", "use_dst", "use_big",
               "read_z", "read_new", "read_grow", "read_shrunk", "read_dis", "read_en", "war_read", "outer", "read_zeros",
-              "read_word", "reread", "read_mapped"]
+              "read_word", "reread", "read_mapped", "read_unmap"]
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +81,8 @@ def test_no_edge_through_libc_state_private_stack_or_freed_block(rules_trace):
 def test_task_table_and_summary(rules_trace):
     t = rules_trace
     names = [x.name for x in t.tasks if not x.is_main]
-    assert len(names) == 41 and len(set(names)) == 41
-    assert t.summary["instances"] == 41 and t.summary["task_types"] == 41
+    assert len(names) == 42 and len(set(names)) == 42
+    assert t.summary["instances"] == 42 and t.summary["task_types"] == 42
     assert t.summary["partial"] is False and t.summary["exit_status"] == 0
     inner = next(x for x in t.tasks if x.name == "inner")
     outer = next(x for x in t.tasks if x.name == "outer")

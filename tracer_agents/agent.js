@@ -133,7 +133,7 @@ function loadNative(options) {
     tareador_libc_mapping: mapping,
     gettid: Module.getGlobalExportByName('gettid'),
   };
-  for (const name of ['tr_enter_allocator', 'tr_leave_allocator', 'tr_add_object', 'tr_remove_object_at',
+  for (const name of ['tr_enter_allocator', 'tr_leave_allocator', 'tr_add_object', 'tr_remove_object_at', 'tr_unmap',
     'tr_move_object', 'tr_mark_written'])
     symbols[name] = lib.getExportByName(name);
   const transform = new CModule(options.transformSource, symbols);

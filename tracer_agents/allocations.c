@@ -17,6 +17,7 @@ extern void tr_enter_allocator (void);
 extern void tr_leave_allocator (void);
 extern gint64 tr_add_object (guint64 address, guint64 size, guint kind, guint64 site, guint keep_history);
 extern void tr_remove_object_at (guint64 address);
+extern void tr_unmap (guint64 address, guint64 length);
 extern void tr_move_object (guint64 old_address, guint64 new_address, guint64 new_size, guint64 site);
 extern void tr_mark_written (guint64 address, guint64 size);
 /* [start, end) pairs of the program's own code, ended by a 0 pair; and the traced thread id. */
@@ -133,11 +134,16 @@ gpointer tareador_mmap (gpointer address, gsize length, gint prot, gint flags, g
   return mapped;
 }
 
-/* munmap of a whole mapping ends it, as free() ends a block. */
+/* munmap of a whole mapping ends it, as free() ends a block; the accesses buffered so far still
+ * see the object. */
 gint tareador_munmap (gpointer address, gsize length)
 {
   if (on_traced_thread ())
-    tr_remove_object_at (GUM_ADDRESS (address));
+  {
+    tr_enter_allocator ();
+    tr_unmap (GUM_ADDRESS (address), length);
+    tr_leave_allocator ();
+  }
   return ((MunmapFunction) tareador_libc_mapping[1]) (address, length);
 }
 

@@ -403,6 +403,12 @@ void tr_remove_object_at(uint64_t address) {
   fill_range(o->address, o->size, 0, 0);
 }
 
+/* munmap(): only unmapping the whole of a mapping ends it; a part of it stays the object. */
+void tr_unmap(uint64_t address, uint64_t length) {
+  uint32_t id = object_at(address);
+  if (id && objects[id - 1].address == address && length >= objects[id - 1].size) tr_remove_object_at(address);
+}
+
 /* realloc() that moved a block: the new block inherits the last writer of every moved byte. */
 void tr_move_object(uint64_t old_address, uint64_t new_address, uint64_t new_size, uint64_t site) {
   uint32_t id = old_address ? object_at(old_address) : 0;

@@ -28,6 +28,7 @@ __attribute__((noinline)) static void copy_bytes(char *d, const char *s, size_t 
 __attribute__((noinline)) static void fill_bytes(char *d, int v, size_t n) { memset(d, v, n); }
 __attribute__((noinline)) static int sum_bytes(const char *d, size_t n) { int s = 0; for (size_t i = 0; i < n; i++) s += d[i]; return s; }
 __attribute__((noinline)) static void write_chars(char *d, int from, int to) { for (int i = from; i < to; i++) d[i] = (char) i; }
+__attribute__((noinline)) static int read_and_unmap(int *m, int n) { int s = read_ints(m, 0, n); munmap(m, 4096); return s; }
 __attribute__((noinline)) static void say(const char *what) { printf("%s\n", what); }
 
 int main(void)
@@ -114,10 +115,10 @@ int main(void)
   /* A mapping the program makes itself is an object too, named by the line of the mmap. */
   TASK("write_mapped", write_ints(mapped, 0, 8));
   TASK("read_mapped", sink += read_ints(mapped, 4, 8));
+  TASK("read_unmap", sink += read_and_unmap(mapped, 8));  /* its reads count, then the mapping ends */
   tareador_OFF();
 
   printf("sink %d\n", sink);
   free(buf); free(src); free(dst); free(z); free(dis); free(w); free(nest); free(fresh); free(grow); free(zeros); free(bytes); free(shrunk);
-  munmap(mapped, 4096);
   return 0;
 }
