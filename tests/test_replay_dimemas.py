@@ -181,6 +181,7 @@ def test_machine_files(tmp_path):
     for bad, message in (("[cpu]\ncores = 2\n", "unknown key 'cores'"), ("[gpu]\n", r"unknown section \[gpu\]"),
                          ('[scheduler]\npolicy = "lifo"\n', "policy 'lifo'"),
                          ("[cpu]\nnodes = -1\n", "nodes must be a finite number >= 0"),
+                         ("[cpu]\nnodes = inf\n", "nodes must be a finite number >= 0"),
                          ('[scheduler]\npolicy = "rr"\n', "needs a quantum")):
         with pytest.raises(MachineError, match=message):
             parse_toml(bad, "m.toml")

@@ -104,12 +104,12 @@ def _checked(values: dict, path) -> Machine:
             value = str(value).lower()
         elif isinstance(value, bool) or not isinstance(value, (int, float)):
             raise MachineError(f"{path}: {key} must be a number, not {value!r}")
+        elif value < 0 or not math.isfinite(value):
+            raise MachineError(f"{path}: {key} must be a finite number >= 0, not {value!r}")
         elif types[key] == "int":
             if value != int(value):
                 raise MachineError(f"{path}: {key} must be a whole number, not {value!r}")
             value = int(value)
-        if types[key] != "str" and (value < 0 or not math.isfinite(value)):
-            raise MachineError(f"{path}: {key} must be a finite number >= 0, not {value!r}")
         out[key] = value
     m = Machine(**out)
     if m.nodes < 1 or m.cores_per_node < 1:
@@ -150,7 +150,7 @@ def parse_cfg(text: str, path: Path | str = "<cfg>") -> Machine:
     def num(rec: str, lineno: int, items: list[str], i: int, kind=float):
         try:
             return kind(float(items[i]))
-        except (IndexError, ValueError):
+        except (IndexError, ValueError, OverflowError):
             raise MachineError(f"{path}:{lineno}: field {i + 1} of {rec!r} is not a number") from None
 
     if "environment information" not in records:
@@ -209,10 +209,13 @@ def _scheduler_file(path: Path) -> dict:
     if m.group(1) not in DIMEMAS_POLICIES:
         raise MachineError(f"{path}:1: policy {m.group(1)} is not supported ({', '.join(DIMEMAS_POLICIES)})")
     out: dict = {"policy": DIMEMAS_POLICIES[m.group(1)]}
-    for line in lines[1:]:
+    for lineno, line in enumerate(lines[1:], start=2):
         q = re.match(r"\s*Quantum \(seconds\):\s*(\S+)", line)
         if q:
-            out["quantum"] = float(q.group(1))
+            try:
+                out["quantum"] = float(q.group(1))
+            except ValueError:
+                raise MachineError(f"{path}:{lineno}: quantum {q.group(1)!r} is not a number of seconds") from None
     return out
 
 
