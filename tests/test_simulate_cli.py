@@ -109,6 +109,17 @@ def test_bad_input_is_one_line(tareador, trace_dir, tmp_path, argv, message):
     assert err.startswith("tareador: ") and message in err and err.count("\n") == 1
 
 
+def test_unwritable_outputs_are_one_line(tareador, trace_dir, tmp_path):
+    (tmp_path / "file").write_text("")
+    status, _, err = tareador("simulate", trace_dir, "--cores", "2", "--prv", "-o", tmp_path / "file" / "out")
+    assert status == 2 and err.startswith("tareador: ") and "Not a directory" in err and err.count("\n") == 1
+    (tmp_path / "ok.toml").write_text("")
+    status, _, _ = tareador("simulate", trace_dir, "--dim", "-o", tmp_path / "d")
+    status, _, err = tareador("replay", tmp_path / "d" / "ompss.dim", "--machine", tmp_path / "ok.toml", "--prv",
+                              tmp_path / "none" / "r.prv")
+    assert status == 2 and "No such file or directory" in err and err.count("\n") == 1
+
+
 def test_bad_core_list(tareador, trace_dir):
     with pytest.raises(SystemExit):
         tareador("simulate", trace_dir, "--cores", "0,2")

@@ -49,4 +49,11 @@ def main(argv: list[str] | None = None) -> int:
         # `tareador ... | head`: the reader left; the outputs are written, say nothing more.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OSError as e:  # an output directory that cannot be made, a file that cannot be written
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"tareador: {where}{e.strerror or e}; check the path and its permissions", file=sys.stderr)
+        return 2
+    except MemoryError as e:
+        print(f"tareador: out of memory ({e}); try a smaller machine or trace", file=sys.stderr)
+        return 2
 

@@ -21,8 +21,8 @@ def run(args) -> int:
     from tareador.cli.main import UserError
     from tareador.cli.simulate import load_machine_arg, progress_bar
     from tareador.formats.dimemas import DimError, read_dim
-    from tareador.native import ToolchainError
     from tareador.formats.paraver import write_paraver
+    from tareador.native import ToolchainError
     from tareador.replay.engine import replay
     from tareador.replay.machine import MachineError
 
@@ -36,13 +36,9 @@ def run(args) -> int:
     if args.prv:
         write_paraver(result.paraver, args.prv)
     if args.json:
-        ends = result.thread_end.tolist()
-        bounds = [0]
-        for n in result.threads:
-            bounds.append(bounds[-1] + n)
         print(json.dumps({"makespan": result.makespan,
-                          "tasks": [{"task": t, "end": end, "threads": ends[bounds[t]:bounds[t + 1]]}
-                                    for t, end in enumerate(result.task_end)]}))
+                          "tasks": [{"task": t, "end": float(ends.max()), "threads": ends.tolist()}
+                                    for t, ends in enumerate(result.thread_end_by_task)]}))
     else:
         print(f"makespan {result.makespan:.9f} s ({len(result.threads)} tasks, {sum(result.threads)} threads)")
         if len(result.threads) <= 64:

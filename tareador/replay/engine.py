@@ -56,9 +56,12 @@ class ReplayResult:
     paraver: ParaverRun | None = None
 
     @property
+    def thread_end_by_task(self) -> list[np.ndarray]:
+        return np.split(self.thread_end, np.cumsum(self.threads)[:-1])
+
+    @property
     def task_end(self) -> list[float]:
-        bounds = np.cumsum([0, *self.threads])
-        return [float(self.thread_end[a:b].max()) for a, b in zip(bounds[:-1], bounds[1:])]
+        return [float(ends.max()) for ends in self.thread_end_by_task]
 
 
 @dataclass
