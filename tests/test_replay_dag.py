@@ -96,6 +96,15 @@ def test_utilisation_and_profile():
     assert times.tolist() == [0, 10, 20] and running.tolist() == [2, 1, 0]
 
 
+def test_idle_cores_count_in_utilisation():
+    """A chain on 4 cores keeps one core busy: 4 utilisations, efficiency 1/4."""
+    t = make([("main", -1, 0), ("a", 0, 10), ("a", 0, 10), ("a", 0, 10)], [(1, 2), (2, 3)])
+    s = simulate(dag_from_trace(t), 4)
+    assert utilisation(s).tolist() == [1.0, 0.0, 0.0, 0.0]
+    row = study(dag_from_trace(t), [4], "cp", Machine()).rows()[0]
+    assert row["utilisation"] == [1.0, 0.0, 0.0, 0.0] and row["efficiency"] == 0.25
+
+
 def test_fast_loader_matches_schedule_edges(tmp_path):
     rows = [("main", -1, 3), ("a", 0, 5), ("b", 1, 7), ("main", -1, 2), ("a", 3, 4), ("main", -1, 1)]
     t = make(rows, [(1, 4), (2, 4), (4, 5), (4, 4)], war=[(4, 1)])

@@ -60,7 +60,7 @@ def study(dag: Dag, cores: list[int | None], policy: str, machine: Machine, over
 
 def utilisation(schedule: Schedule) -> np.ndarray:
     """Busy fraction of each core over the makespan."""
-    busy = np.bincount(schedule.core, weights=schedule.finish - schedule.start, minlength=schedule.cores_used)
+    busy = np.bincount(schedule.core, weights=schedule.finish - schedule.start, minlength=schedule.machine_cores)
     return busy / schedule.makespan if schedule.makespan else np.zeros(len(busy))
 
 

@@ -147,7 +147,7 @@ def _write_outputs(args, out: Path, dag, result, machine) -> dict[str, list[Path
         if args.prv:
             ns = 1e9 / result.rate
             run = schedule_run(dag.names, np.rint(s.start * ns).astype(np.int64), np.rint(s.finish * ns).astype(np.int64),
-                               s.core.astype(np.int64), s.cores_used, dag.dep_src, dag.dep_dst, dag.dep_bytes)
+                               s.core.astype(np.int64), s.machine_cores, dag.dep_src, dag.dep_dst, dag.dep_bytes)
             wrote("Paraver", *write_paraver(run, out / f"simulation-{s.label}.prv"))
         if args.chrome:
             us = 1e6 / result.rate

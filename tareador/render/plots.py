@@ -72,15 +72,16 @@ def plot_gantt(schedule: Schedule, names: list[str], rate: float, path: str | Pa
         return None
     kinds = sorted(set(names))
     colours = {k: f"C{i % 10}" for i, k in enumerate(kinds)}
-    fig = Figure(figsize=(10, max(2.5, 0.3 * schedule.cores_used + 1)))
+    cores = schedule.machine_cores
+    fig = Figure(figsize=(10, max(2.5, 0.3 * cores + 1)))
     ax = fig.add_subplot()
     scale, unit = _time_axis(schedule.makespan / rate)
     start, width = schedule.start / rate * scale, (schedule.finish - schedule.start) / rate * scale
-    for c in range(schedule.cores_used):
+    for c in range(cores):
         on = np.flatnonzero(schedule.core == c)
         ax.broken_barh(list(zip(start[on], width[on])), (c - 0.4, 0.8),
                        facecolors=[colours[names[i]] for i in on.tolist()], edgecolor="black", linewidth=0.2)
-    ax.set_yticks(range(schedule.cores_used), [f"core {c + 1}" for c in range(schedule.cores_used)])
+    ax.set_yticks(range(cores), [f"core {c + 1}" for c in range(cores)])
     ax.invert_yaxis()
     ax.set_xlim(0, schedule.makespan / rate * scale)
     ax.set_xlabel(f"time ({unit})")

@@ -166,6 +166,11 @@ class Schedule:
         return int(self.core.max()) + 1 if len(self.core) else 0
 
     @property
+    def machine_cores(self) -> int:
+        """Cores of the simulated machine, idle ones included; as many as ran at once if unbounded."""
+        return self.cores if self.cores is not None else self.cores_used
+
+    @property
     def label(self) -> str:
         return "inf" if self.cores is None else str(self.cores)
 
@@ -274,5 +279,7 @@ def simulate(dag: Dag, cores: int | None, policy: str = "cp", overhead: int = 0,
             reported = done
     if done != n:
         raise ValueError("dependency cycle between task instances: the trace is inconsistent")
+    if progress is not None and done > reported:
+        progress(done - reported)
     return Schedule(cores=cores, policy=policy, start=np.array(start, np.int64), finish=np.array(finish, np.int64),
                     core=np.array(core, np.int32), makespan=max(finish, default=0))
