@@ -34,9 +34,9 @@ def compiler() -> str:
 
 
 def build(name: str, sources: list[Path], commands) -> Path:
-    """Build once per distinct source content; concurrent builders each write a temp file and
-    atomically move it into place."""
-    digest = hashlib.sha256()
+    """Build once per distinct source content and command line (compiler, flags); concurrent
+    builders each write a temp file and atomically move it into place."""
+    digest = hashlib.sha256(repr(commands(Path("OUT"), Path("TMP"))).encode())
     for s in sources:
         digest.update(s.read_bytes())
     out_dir = cache_root() / digest.hexdigest()[:16]

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from tareador.formats.dimemas import DimError, read_dim, write_dim
 from tareador.replay.dag import dag_from_trace, write_dim_traces
 from tareador.replay.engine import replay
-from tareador.replay.machine import Machine, MachineError, format_cfg, load_machine, parse_cfg, parse_toml
+from tareador.replay.machine import Machine, MachineError, load_machine, parse_cfg, parse_toml
 from tests.test_replay_dag import fork_join
 
 TWO_RANKS = ["1:0:0:1.0\n2:0:0:1:1048576:1:0:0\n1:0:0:0.5\n", "1:1:0:0.0\n3:1:0:0:1048576:1:0:0\n1:1:0:1.0\n"]
@@ -177,7 +177,15 @@ def test_machine_files(tmp_path):
     m = parse_toml('[cpu]\nnodes = 2\ncores_per_node = 8\n[network]\ninter_latency = 1e-5\n'
                    'inter_bandwidth = 100\n[scheduler]\npolicy = "cp"\n')
     assert (m.nodes, m.cores_per_node, m.inter_latency, m.policy) == (2, 8, 1e-5, "cp")
-    assert parse_cfg(format_cfg(m)) == replace(m, policy="fifo")  # the policy lives in a scheduler file
+    # The bundled machines: a Dimemas .cfg names its scheduler file relative to itself.
+    machines = Path(__file__).resolve().parents[1] / "examples" / "machines"
+    two = load_machine(machines / "two_ranks.cfg")
+    assert (two.nodes, two.cores_per_node, two.inter_latency, two.inter_bandwidth, two.policy) == (2, 1, 1e-5, 100.0,
+                                                                                                   "fifo")
+    smp = load_machine(machines / "smp_cp.cfg")
+    assert (smp.nodes, smp.cores_per_node, smp.policy) == (1, 16, "cp")
+    laptop, cluster = load_machine(machines / "laptop.toml"), load_machine(machines / "cluster.toml")
+    assert (laptop.cores_per_node, laptop.task_overhead, cluster.nodes * cluster.cores_per_node) == (8, 2000, 64)
     for bad, message in (("[cpu]\ncores = 2\n", "unknown key 'cores'"), ("[gpu]\n", r"unknown section \[gpu\]"),
                          ('[scheduler]\npolicy = "lifo"\n', "policy 'lifo'"),
                          ("[cpu]\nnodes = -1\n", "nodes must be a finite number >= 0"),

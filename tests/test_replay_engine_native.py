@@ -43,15 +43,17 @@ def test_native_sources_build_once_per_content(tmp_path, monkeypatch):
     monkeypatch.setenv("TAREADOR_CACHE", str(tmp_path / "cache"))
     src = tmp_path / "one.c"
     src.write_text("int one(void) { return 1; }\n")
-    runs = []
+    log = tmp_path / "compiles.log"
 
-    def commands(out, tmp):
-        runs.append(out)
-        return [[native.compiler(), "-fPIC", "-shared", str(src), "-o", str(out)]]
+    def commands(out, tmp, flags=("-O2",)):
+        return [[native.compiler(), *flags, "-fPIC", "-shared", str(src), "-o", str(out)],
+                ["sh", "-c", f"echo compiled >> {log}"]]
 
     first = native.build("libone.so", [src], commands)
     assert first.exists() and first.is_relative_to(tmp_path / "cache")
-    assert native.build("libone.so", [src], commands) == first and len(runs) == 1
+    assert native.build("libone.so", [src], commands) == first and log.read_text().count("compiled") == 1
+    other = native.build("libone.so", [src], lambda out, tmp: commands(out, tmp, ("-O0",)))
+    assert other != first and log.read_text().count("compiled") == 2  # other flags, another build
     src.write_text("int one(void) { return }\n")
     with pytest.raises(native.ToolchainError, match="building libone.so failed"):
         native.build("libone.so", [src], commands)

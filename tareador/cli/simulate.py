@@ -108,15 +108,9 @@ def run(args) -> int:
     return 0
 
 
-def seconds(t: float) -> str:
-    """Simulated runs of traced kernels last nanoseconds to minutes: keep 4 digits in a fitting unit."""
-    for scale, unit in ((1, "s"), (1e3, "ms"), (1e6, "us")):
-        if t * scale >= 1:
-            return f"{t * scale:.4g} {unit}"
-    return f"{t * 1e9:.4g} ns"
-
-
 def format_study(result, policy: str) -> str:
+    from tareador.render.summary import format_seconds as seconds
+
     lines = [f"T1 (sequential)    {seconds(result.t1)}", f"T-inf (crit.path) {seconds(result.tinf)}",
              f"parallelism        {result.parallelism:.2f}",
              f"policy {policy}, runtime overhead {result.overhead} instructions per task, "

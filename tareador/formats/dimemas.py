@@ -1,7 +1,8 @@
 """Dimemas traces (.dim): Tareador's two traces out, any MPI/thread trace in.
 
 ``authentic.dim`` is the sequential run (one thread); ``ompss.dim`` is the potential parallel
-run, one thread per task instance with dependencies as messages (see formats.md). The reader
+run, one thread per task instance with dependencies as messages (Tareador's convention, see
+README.md). The reader
 turns hundreds of megabytes into numpy columns with bulk byte operations instead of a Python
 object per line; only malformed input falls back to slow paths, to name the line at fault.
 """
@@ -64,7 +65,8 @@ def _header_line(name: str, trailer: int, threads: list[int]) -> str:
             + ",".join(map(str, threads)) + "),0\n")
 
 
-def _csr(keys: np.ndarray, values: np.ndarray, n: int) -> tuple[list[int], list[int]]:
+def csr(keys: np.ndarray, values: np.ndarray, n: int) -> tuple[list[int], list[int]]:
+    """(offsets, values grouped by key) as Python lists, which the per-instance loops index fastest."""
     order = np.argsort(keys, kind="stable")
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(keys, minlength=n), out=offsets[1:])
@@ -82,8 +84,8 @@ def ompss_blocks(names: list[str], instructions: np.ndarray, src: np.ndarray, ds
     there and change the schedule (see tests/test_replay_dimemas.py).
     """
     n = len(names)
-    soff, succ = _csr(src, dst, n)
-    poff, pred = _csr(dst, src, n)
+    soff, succ = csr(src, dst, n)
+    poff, pred = csr(dst, src, n)
     values = task_type_values(names)
     tvalue = [values[name] for name in names]
     work = instructions.tolist()
@@ -291,7 +293,6 @@ class Fields:
     """
 
     arr: np.ndarray
-    offset: int  # of arr[0] in data
     starts: np.ndarray
     ends: np.ndarray
     first_tok: np.ndarray
@@ -342,7 +343,7 @@ def split_fields(data: bytes, words: np.ndarray, start: int, stop: int, sep: int
     sel = np.flatnonzero(is_int)
     value[sel] = _digits(words, start + ends[sel], lengths[sel] - neg[sel])
     value[neg] *= -1
-    return Fields(arr=arr, offset=start, starts=starts, ends=ends, first_tok=first_tok,
+    return Fields(arr=arr, starts=starts, ends=ends, first_tok=first_tok,
                   ntok=last_tok - first_tok + 1, is_int=is_int, value=value, odd=odd, odd_tok=odd_tok)
 
 
@@ -402,12 +403,12 @@ def _parse_chunk(data: bytes, words: np.ndarray, start: int, stop: int, row: int
     out["secs"][burst_rows] = secs
     for n, thread_aware in ((9, True), (8, False)):
         rows = np.flatnonzero(((op == SEND) | (op == RECV)) & (ntok == n))
-        f = first_tok[rows] + 3
-        out["a"][rows] = value[f]
-        out["b"][rows] = value[f + 1] if thread_aware else -1
-        f = f + thread_aware
-        out["size"][rows], out["tag"][rows] = value[f + 1], value[f + 2]
-        out["comm"][rows], out["mode"][rows] = value[f + 3], value[f + 4]
+        tok = first_tok[rows] + 3
+        out["a"][rows] = value[tok]
+        out["b"][rows] = value[tok + 1] if thread_aware else -1
+        tok = tok + thread_aware
+        out["size"][rows], out["tag"][rows] = value[tok + 1], value[tok + 2]
+        out["comm"][rows], out["mode"][rows] = value[tok + 3], value[tok + 4]
     rows = np.flatnonzero(op == EVENT)
     out["a"][rows], out["b"][rows] = value[first_tok[rows] + 3], value[first_tok[rows] + 4]
     # Where each thread's records begin in the file, to check the s: trailer against.

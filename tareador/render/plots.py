@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from tareador.analyses.speedup import Study, parallelism_profile
+from tareador.render.summary import time_unit
 from tareador.replay.dag import Schedule
 
 GANTT_LIMIT = 100_000  # beyond this many bars a Gantt chart is unreadable and slow to draw
@@ -24,15 +25,6 @@ def _save(fig: Figure, path: str | Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     return Path(path)
-
-
-def _time_axis(seconds: float) -> tuple[float, str]:
-    """(scale, unit) that puts the run's length in a readable range: traced kernels last
-    microseconds to seconds of simulated time."""
-    for scale, unit in ((1.0, "s"), (1e3, "ms"), (1e6, "µs")):
-        if seconds * scale >= 1:
-            return scale, unit
-    return 1e9, "ns"
 
 
 def plot_speedup(study: Study, path: str | Path) -> Path:
@@ -55,7 +47,7 @@ def plot_speedup(study: Study, path: str | Path) -> Path:
 
 def plot_profile(schedule: Schedule, rate: float, path: str | Path) -> Path:
     times, running = parallelism_profile(schedule)
-    scale, unit = _time_axis(schedule.makespan / rate)
+    scale, unit = time_unit(schedule.makespan / rate)
     fig = Figure(figsize=(8, 3))
     ax = fig.add_subplot()
     ax.step(times / rate * scale, running, where="post")
@@ -75,7 +67,7 @@ def plot_gantt(schedule: Schedule, names: list[str], rate: float, path: str | Pa
     cores = schedule.machine_cores
     fig = Figure(figsize=(10, max(2.5, 0.3 * cores + 1)))
     ax = fig.add_subplot()
-    scale, unit = _time_axis(schedule.makespan / rate)
+    scale, unit = time_unit(schedule.makespan / rate)
     start, width = schedule.start / rate * scale, (schedule.finish - schedule.start) / rate * scale
     for c in range(cores):
         on = np.flatnonzero(schedule.core == c)

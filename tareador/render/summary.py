@@ -15,6 +15,20 @@ def human(n: float) -> str:
     return f"{n:.0f}"
 
 
+def time_unit(seconds: float) -> tuple[float, str]:
+    """(scale, unit) that puts a simulated time in a readable range: traced kernels last
+    nanoseconds to minutes of simulated time."""
+    for scale, unit in ((1.0, "s"), (1e3, "ms"), (1e6, "µs")):
+        if seconds * scale >= 1:
+            return scale, unit
+    return 1e9, "ns"
+
+
+def format_seconds(t: float) -> str:
+    scale, unit = time_unit(t)
+    return f"{t * scale:.4g} {unit}"
+
+
 def work_by_type(trace: TaskTrace) -> list[tuple[str, int, int]]:
     """(type, instances, instructions), largest share first; main's fragments included."""
     count: dict[str, int] = defaultdict(int)

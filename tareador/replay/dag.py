@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tareador.formats.dimemas import (byte_words, line_chunks, recycle_freed_memory, split_fields,
+from tareador.formats.dimemas import (byte_words, csr, line_chunks, recycle_freed_memory, split_fields,
                                       write_authentic, write_ompss)
 from tareador.taskgraph.model import MAIN, RAW, TaskTrace
 from tareador.taskgraph.store import load
@@ -177,10 +177,7 @@ class Schedule:
 
 def successors(dag: Dag) -> tuple[list[int], list[int]]:
     """CSR adjacency as Python lists (indexing lists is what the event loops do fastest)."""
-    order = np.argsort(dag.src, kind="stable")
-    offsets = np.zeros(dag.n + 1, np.int64)
-    np.cumsum(np.bincount(dag.src, minlength=dag.n), out=offsets[1:])
-    return offsets.tolist(), dag.dst[order].tolist()
+    return csr(dag.src, dag.dst, dag.n)
 
 
 def write_dim_traces(dag: Dag, directory, instructions_per_second: float, overhead: int = 0) -> list[Path]:

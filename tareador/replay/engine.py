@@ -69,7 +69,7 @@ class _Plan:
     """The trace reduced to what the event loop needs."""
 
     kind: np.ndarray  # per action
-    value: np.ndarray  # burst ns / message index / priority rank set (NO_PRIORITY, 0 = top, then 1 runs first)
+    value: np.ndarray  # burst ns / message index / priority rank set (NO_PRIORITY; 1 = highest value)
     record: np.ndarray  # trace record of each action
     thread_start: np.ndarray  # first action of each thread (+ end)
     node: np.ndarray  # node of each thread

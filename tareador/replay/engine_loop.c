@@ -33,7 +33,8 @@
  * engine.py matches sends with receives and fills struct plan with C-contiguous numpy arrays it
  * keeps alive while the loop exists:
  *   per action   kind (enum action), value: burst length in ns, message index, or for an event
- *                the priority rank it sets (-1 = none; 0 = top, then 1 runs first)
+ *                the priority rank it sets (-1 = none; 1 = highest value, runs first; a
+ *                thread's rank is 0, ahead of all, until an event sets one)
  *   per thread   its actions are thread_start[t] .. thread_start[t + 1] - 1; node
  *   per message  key, latency and transfer time in ns, rendezvous and immediate flags, by_irecv
  *                (its receive is an irecv), stages[m * STAGES ..]: the pools (links, bus) its

@@ -217,21 +217,3 @@ def _scheduler_file(path: Path) -> dict:
             except ValueError:
                 raise MachineError(f"{path}:{lineno}: quantum {q.group(1)!r} is not a number of seconds") from None
     return out
-
-
-def format_cfg(machine: Machine, scheduler_file: str = "") -> str:
-    """The same machine as a Dimemas configuration, to run the real Dimemas on our .dim files."""
-    m = machine
-    mapping = f"{m.tasks_per_node} TASKS_PER_NODE" if m.tasks_per_node else "FILL_NODES"
-    scheduler_file = scheduler_file or '""'  # Dimemas rejects an empty field, not an empty string
-    return (
-        "#DIMEMAS_CONFIGURATION\n"
-        '"wide area network information" {"", 1, 0, 4, 0.0, 0.0, 1};;\n'
-        f'"environment information" {{"", 0, "", {m.nodes}, {m.inter_bandwidth!r}, {m.buses}, 1}};;\n'
-        f'"multi node information" {{0, {m.nodes}, "", {m.cores_per_node}, {m.relative_speed!r}, '
-        f"{m.intra_latency!r}, {m.intra_bandwidth!r}, {m.intra_buses}, {m.intra_in_links}, "
-        f"{m.intra_out_links}, {m.inter_latency!r}, {m.in_links}, {m.out_links}, 0.0}};;\n"
-        f'"predefined mapping information" {{"{mapping}"}};;\n'
-        f'"configuration files" {{{scheduler_file}, "", "", ""}};;\n'
-        '"file system parameters" {0.0, 0.0, 8.0, 0, 1.0};;\n'
-    )

@@ -11,7 +11,6 @@ import os
 import shutil
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import frida
 
