@@ -253,15 +253,22 @@ static void set_range(uint64_t address, uint64_t size, int field, uint32_t value
     ShadowChunk *c = chunk_of(address, create);
     for (uint64_t i = address & (CHUNK_SIZE - 1), n = stop - address; c && n;) {
       uint64_t g = i / GRANULE, off = i % GRANULE, take = GRANULE - off < n ? GRANULE - off : n;
-      uint32_t o = c->object[g];
-      if (!(o & SPLIT) && take == GRANULE) {
-        field_of(c, field)[g] = value;
-      } else {
-        SplitGranule *s = o & SPLIT ? &splits[o & ~SPLIT] : split(c, g);
-        if (!s) return;
-        for (uint64_t k = off; k < off + take; k++) split_field(s, field)[k] = value;
-        maybe_join(c, g);
+      if (take == GRANULE) {
+        /* Whole granules up to the next split one are plain stores (a new block is megabytes). */
+        uint64_t whole = n / GRANULE, k = 0;
+        while (k < whole && !(c->object[g + k] & SPLIT)) k++;
+        uint32_t *words = field_of(c, field);
+        for (uint64_t j = 0; j < k; j++) words[g + j] = value;
+        i += k * GRANULE;
+        n -= k * GRANULE;
+        if (k) continue;
       }
+      /* A split granule, or part of one that is whole: byte by byte. */
+      uint32_t o = c->object[g];
+      SplitGranule *s = o & SPLIT ? &splits[o & ~SPLIT] : split(c, g);
+      if (!s) return;
+      for (uint64_t k = off; k < off + take; k++) split_field(s, field)[k] = value;
+      maybe_join(c, g);
       i += take;
       n -= take;
     }
