@@ -129,7 +129,7 @@ def _write_outputs(args, out: Path, dag, result, machine) -> dict[str, list[Path
     import numpy as np
 
     from tareador.formats.chrome import write_chrome
-    from tareador.formats.paraver import schedule_run, write_paraver
+    from tareador.formats.paraver import nanoseconds, schedule_run, write_paraver
     from tareador.replay.dag import write_dim_traces
 
     written: dict[str, list[Path]] = {}
@@ -140,7 +140,7 @@ def _write_outputs(args, out: Path, dag, result, machine) -> dict[str, list[Path
     for s in result.schedules:
         if args.prv:
             ns = 1e9 / result.rate
-            run = schedule_run(dag.names, np.rint(s.start * ns).astype(np.int64), np.rint(s.finish * ns).astype(np.int64),
+            run = schedule_run(dag.names, nanoseconds(s.start * ns), nanoseconds(s.finish * ns),
                                s.core.astype(np.int64), s.machine_cores, dag.dep_src, dag.dep_dst, dag.dep_bytes)
             wrote("Paraver", *write_paraver(run, out / f"simulation-{s.label}.prv"))
         if args.chrome:

@@ -1,4 +1,5 @@
-"""Paraver traces (.prv, .pcf, .row) that wxparaver and paramedir open.
+"""Paraver traces (.prv, .pcf, .row) that wxparaver and paramedir open, and the task names a
+.pcf beside a Dimemas trace gives its replay.
 
 Both replays end here: a simulated task-parallel run (one Paraver thread per core) and a
 replayed Dimemas trace (one Paraver thread per Dimemas thread). Records are gathered as numpy
@@ -7,6 +8,7 @@ columns and sorted by time once, because Paraver expects a time-ordered body.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,18 +64,14 @@ def _columns(run: ParaverRun):
     """(sort time, line kind, text columns) of every record, ready for one lexsort."""
     ids = np.array([(t + 1, h + 1) for t, h, _n in run.threads], np.int64).reshape(-1, 2)
     out = []
-    s = run.states
-    if len(s.get("thread", ())):
-        th = ids[s["thread"]]
-        cols = [np.full(len(th), 1), s["cpu"], np.ones(len(th), np.int64), th[:, 0], th[:, 1], s["begin"], s["end"],
-                s["state"]]
-        out.append((s["begin"], 1, cols))
-    e = run.events
-    if len(e.get("thread", ())):
-        th = ids[e["thread"]]
-        cols = [np.full(len(th), 2), e["cpu"], np.ones(len(th), np.int64), th[:, 0], th[:, 1], e["time"], e["type"],
-                e["value"]]
-        out.append((e["time"], 2, cols))
+    # States and events share their record shape: kind, cpu, appl, task, thread, time, two fields.
+    for kind, table, stamp, fields in ((1, run.states, "begin", ("end", "state")),
+                                       (2, run.events, "time", ("type", "value"))):
+        if len(table.get("thread", ())):
+            th = ids[table["thread"]]
+            cols = [np.full(len(th), kind), table["cpu"], np.ones(len(th), np.int64), th[:, 0], th[:, 1], table[stamp],
+                    *(table[f] for f in fields)]
+            out.append((table[stamp], kind, cols))
     c = run.comms
     if len(c.get("thread", ())):
         th, rth = ids[c["thread"]], ids[c["rthread"]]
@@ -159,3 +157,28 @@ def schedule_run(names: list[str], start_ns: np.ndarray, end_ns: np.ndarray, cor
                "rthread": core[dep_dst], "rcpu": core[dep_dst] + 1, "lrecv": start_ns[dep_dst],
                "precv": start_ns[dep_dst], "size": dep_bytes, "tag": zero + DEP_TAG},
         event_labels=task_event_labels(values), thread_labels=[f"CORE {c + 1}" for c in range(ncores)])
+
+
+def nanoseconds(times) -> np.ndarray:
+    """Paraver's integer time stamps from times in (fractional) nanoseconds."""
+    return np.rint(np.asarray(times, float)).astype(np.int64)
+
+
+def pcf_value_labels(pcf: Path, event_type: int) -> dict[int, str]:
+    """The value labels a Paraver .pcf gives one event type ({} if none, or no readable file).
+
+    A .pcf is blocks apart by blank lines; an EVENT_TYPE block lists "gradient type label" lines,
+    then VALUES and "value label" lines."""
+    try:
+        blocks = re.split(r"\n\s*\n", pcf.read_text(errors="replace"))
+    except OSError:
+        return {}
+    for block in blocks:
+        lines = [line.strip() for line in block.strip().splitlines()]
+        if lines[:1] != ["EVENT_TYPE"] or "VALUES" not in lines:
+            continue
+        at = lines.index("VALUES")
+        if any(line.split()[1:2] == [str(event_type)] for line in lines[1:at]):
+            pairs = (line.partition(" ") for line in lines[at + 1:])
+            return {int(v): label.strip() for v, _, label in pairs if v.lstrip("-").isdigit()}
+    return {}

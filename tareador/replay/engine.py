@@ -27,7 +27,6 @@ loop recorded into Paraver records.
 from __future__ import annotations
 
 import ctypes
-import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -36,8 +35,9 @@ import numpy as np
 
 from tareador.formats.dimemas import BURST, EVENT, RECV, SEND, SYNC_IMMEDIATE, SYNC_RENDEZVOUS, DimError, DimTrace
 from tareador.formats.paraver import (PRIORITY_EVENT, RUNNING, TASK_EVENT, WAITING_CPU, WAITING_MESSAGE, ParaverRun,
-                                      task_event_labels)
+                                      nanoseconds, pcf_value_labels, task_event_labels)
 from tareador.native import build, compiler
+from tareador.replay.dag import sorted_unique
 from tareador.replay.machine import MB, Machine
 
 A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT = range(6)  # enum action in engine_loop.c
@@ -225,8 +225,7 @@ def _run_priorities(trace: DimTrace, machine: Machine, events: np.ndarray, run_s
 def _priority_ranks(values: np.ndarray) -> np.ndarray:
     """Dimemas' priority is 1/value, lowest first (0, never set, before all): rank the values
     so that the loop compares small integers, 1 for the highest value."""
-    ordered = np.sort(values)  # then deduplicated: np.unique hashes, 10x slower here
-    distinct = np.concatenate([ordered[:1], ordered[1:][ordered[1:] != ordered[:-1]]])
+    distinct = sorted_unique(values)
     return len(distinct) - np.searchsorted(distinct, values)
 
 
@@ -365,10 +364,6 @@ def _library() -> ctypes.CDLL:
     return lib
 
 
-def _ns(times) -> np.ndarray:
-    return np.rint(np.asarray(times, float)).astype(np.int64)
-
-
 def _paraver(trace: DimTrace, machine: Machine, p: _Plan, rec: dict, st: np.ndarray, ends: np.ndarray) -> ParaverRun:
     """The Paraver run from what the loop recorded: ``rec`` per action and message, ``st`` one
     row (thread, cpu + 1, begin, end, state) per state; ``ends``: thread end times in ns, like
@@ -380,15 +375,15 @@ def _paraver(trace: DimTrace, machine: Machine, p: _Plan, rec: dict, st: np.ndar
     threads = [(task, h, int(p.node[base + h])) for task, (base, n) in
                enumerate(zip(trace.task_base.tolist(), trace.threads)) for h in range(n)]
     return ParaverRun(
-        end_time=int(_ns(ends.max(initial=0.0))), cpus_per_node=[machine.cores_per_node] * machine.nodes,
+        end_time=int(nanoseconds(ends.max(initial=0.0))), cpus_per_node=[machine.cores_per_node] * machine.nodes,
         threads=threads,
-        states={"thread": st[:, 0].astype(np.int64), "cpu": st[:, 1].astype(np.int64), "begin": _ns(st[:, 2]),
-                "end": _ns(st[:, 3]), "state": st[:, 4].astype(np.int64)},
-        events={"thread": g, "cpu": np.zeros(len(g), np.int64), "time": _ns(rec["reach"][run]),
+        states={"thread": st[:, 0].astype(np.int64), "cpu": st[:, 1].astype(np.int64), "begin": nanoseconds(st[:, 2]),
+                "end": nanoseconds(st[:, 3]), "state": st[:, 4].astype(np.int64)},
+        events={"thread": g, "cpu": np.zeros(len(g), np.int64), "time": nanoseconds(rec["reach"][run]),
                 "type": trace.a[events], "value": trace.b[events]},
         comms={"thread": rec["sthread"][got], "cpu": rec["scpu"][got], "rthread": rec["rthread"][got],
                "rcpu": rec["rcpu"][got], "size": p.size[got], "tag": p.tag[got],
-               **{name: _ns(rec[name][got]) for name in ("lsend", "psend", "lrecv", "precv")}},
+               **{name: nanoseconds(rec[name][got]) for name in ("lsend", "psend", "lrecv", "precv")}},
         event_labels=task_event_labels(_task_types(trace, events)))
 
 
@@ -396,25 +391,5 @@ def _task_types(trace: DimTrace, events: np.ndarray) -> dict[str, int]:
     """Names of the task types (event 7003 values): from the trace's own .pcf when there is one
     (``tareador simulate --dim`` writes it), else "type N"."""
     values = {int(v) for v in np.unique(trace.b[events][trace.a[events] == TASK_EVENT]) if v}
-    names = _pcf_values(Path(trace.path).with_suffix(".pcf"), TASK_EVENT)
+    names = pcf_value_labels(Path(trace.path).with_suffix(".pcf"), TASK_EVENT)
     return {names.get(v, f"type {v}"): v for v in sorted(values)}
-
-
-def _pcf_values(pcf: Path, event_type: int) -> dict[int, str]:
-    """The value labels a Paraver .pcf gives one event type ({} if none, or no readable file).
-
-    A .pcf is blocks apart by blank lines; an EVENT_TYPE block lists "gradient type label" lines,
-    then VALUES and "value label" lines."""
-    try:
-        blocks = re.split(r"\n\s*\n", pcf.read_text(errors="replace"))
-    except OSError:
-        return {}
-    for block in blocks:
-        lines = [line.strip() for line in block.strip().splitlines()]
-        if lines[:1] != ["EVENT_TYPE"] or "VALUES" not in lines:
-            continue
-        at = lines.index("VALUES")
-        if any(line.split()[1:2] == [str(event_type)] for line in lines[1:at]):
-            pairs = (line.partition(" ") for line in lines[at + 1:])
-            return {int(v): label.strip() for v, _, label in pairs if v.lstrip("-").isdigit()}
-    return {}
