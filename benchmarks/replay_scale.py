@@ -37,6 +37,7 @@ def generate(directory: Path, instances: int, width: int, seed: int = 1) -> tupl
     is_main = pos == 0
     instr = np.where(is_main, 100, rng.integers(1_000, 100_000, n))
     parent = np.where(is_main, -1, layer * per)
+    instance = np.where(is_main, 0, idx)
     counter = np.concatenate([[0], np.cumsum(instr)[:-1]])
     names = np.where(is_main, "main", np.where(pos % 3 == 0, "stencil", np.where(pos % 3 == 1, "reduce", "update")))
     dst = np.repeat(idx[~is_main & (layer > 0)], 2)
@@ -44,9 +45,10 @@ def generate(directory: Path, instances: int, width: int, seed: int = 1) -> tupl
     pairs = np.unique(np.stack([src, dst], 1), axis=0)
     directory.mkdir(parents=True, exist_ok=True)
     with (directory / "tasks.csv").open("w") as f:
-        f.write("id,name,parent,start,end,instructions\n")
-        f.writelines(f"{i},{m},{p},{c},{c + w},{w}\n" for i, m, p, c, w in
-                     zip(idx.tolist(), names.tolist(), parent.tolist(), counter.tolist(), instr.tolist()))
+        f.write("id,name,instance,parent,start,end,instructions\n")
+        f.writelines(f"{i},{m},{k},{p},{c},{c + w},{w}\n" for i, m, k, p, c, w in
+                     zip(idx.tolist(), names.tolist(), instance.tolist(), parent.tolist(), counter.tolist(),
+                         instr.tolist()))
     with (directory / "deps.csv").open("w") as f:
         f.write("src,dst,kind,object,bytes\n")
         f.writelines(f"{s},{d},RAW,grid,8\n" for s, d in pairs.tolist())

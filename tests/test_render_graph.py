@@ -13,8 +13,8 @@ from tareador.tracing.run import trace
 
 
 def diamond() -> TaskTrace:
-    tasks = [TaskInstance(0, "main", -1, 0, 1, 1)] + [
-        TaskInstance(i, "a" if i in (1, 4) else "b", 0, i, i + 1, 10 * i) for i in range(1, 5)]
+    tasks = [TaskInstance(0, "main", 0, -1, 0, 1, 1)] + [
+        TaskInstance(i, "a" if i in (1, 4) else "b", i, 0, i, i + 1, 10 * i) for i in range(1, 5)]
     deps = [Dependency(s, d, "RAW", f"x{s}{d}", 8) for s, d in [(1, 2), (1, 3), (2, 4), (3, 4), (1, 4)]]
     deps.append(Dependency(2, 3, "WAR", "y", 4))
     return TaskTrace(tasks, deps, [], {})
@@ -40,8 +40,8 @@ def test_labels_legend_and_no_war(tmp_path):
 
 
 def test_large_graphs_collapse_by_type(tmp_path):
-    tasks = [TaskInstance(0, "main", -1, 0, 0, 0)] + [
-        TaskInstance(i, ("p", "q", "r")[i % 3], 0, i, i, 5) for i in range(1, 5001)]
+    tasks = [TaskInstance(0, "main", 0, -1, 0, 0, 0)] + [
+        TaskInstance(i, ("p", "q", "r")[i % 3], i, 0, i, i, 5) for i in range(1, 5001)]
     deps = [Dependency(i, i + 1, "RAW", "o", 4) for i in range(1, 5000)]
     out = write_graph(TaskTrace(tasks, deps, [], {}), tmp_path)
     text = out["graph (dot)"].read_text()

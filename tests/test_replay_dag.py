@@ -16,10 +16,11 @@ from tareador.taskgraph.store import save
 
 
 def make(rows: list[tuple[str, int, int]], raw: list[tuple[int, int]], war: list[tuple[int, int]] = ()) -> TaskTrace:
-    """rows: (name, parent id, instructions) in creation order; ids are row numbers."""
+    """rows: (name, parent id, instructions) in creation order; ids are row numbers; parent -1 rows
+    are main's fragments, every other row a whole task instance."""
     tasks, clock = [], 0
     for i, (name, parent, n) in enumerate(rows):
-        tasks.append(TaskInstance(i, name, parent, clock, clock + n, n))
+        tasks.append(TaskInstance(i, name, 0 if parent < 0 else i, parent, clock, clock + n, n))
         clock += n
     deps = [Dependency(s, d, "RAW", "x", 8) for s, d in raw] + [Dependency(s, d, "WAR", "x", 8) for s, d in war]
     return TaskTrace(tasks, deps, [DataObject(0, "x", "heap", 4096, 64, "t.c:1")], {"instances": len(rows)})
@@ -191,7 +192,7 @@ def test_cycles_unknown_ids_and_policies_are_errors():
 
 def test_ids_need_not_be_row_numbers():
     t = fork_join()
-    shifted = TaskTrace([TaskInstance(x.id + 100, x.name, x.parent + 100 if x.parent >= 0 else -1, x.start, x.end,
-                                      x.instructions) for x in t.tasks],
+    shifted = TaskTrace([TaskInstance(x.id + 100, x.name, x.instance + 100, x.parent + 100 if x.parent >= 0 else -1,
+                                      x.start, x.end, x.instructions) for x in t.tasks],
                         [Dependency(d.src + 100, d.dst + 100, d.kind, d.object, d.bytes) for d in t.deps], t.objects)
     assert makespans(shifted, [1, 2, None]) == makespans(t, [1, 2, None]) == [40, 20, 10]

@@ -11,9 +11,9 @@ from tareador.taskgraph.store import TraceDirError, save
 
 def fork_join() -> TaskTrace:
     # main(2) creates a(10) and b(30); main fragment 3 (1 instr) reads both.
-    tasks = [TaskInstance(0, "main", -1, 0, 2, 2), TaskInstance(1, "a", 0, 2, 12, 10),
-             TaskInstance(2, "main", -1, 12, 12, 0), TaskInstance(3, "b", 2, 12, 42, 30),
-             TaskInstance(4, "main", -1, 42, 43, 1)]
+    tasks = [TaskInstance(0, "main", 0, -1, 0, 2, 2), TaskInstance(1, "a", 1, 0, 2, 12, 10),
+             TaskInstance(2, "main", 0, -1, 12, 12, 0), TaskInstance(3, "b", 3, 2, 12, 42, 30),
+             TaskInstance(4, "main", 0, -1, 42, 43, 1)]
     deps = [Dependency(1, 4, "RAW", "x", 8), Dependency(3, 4, "RAW", "y", 8), Dependency(1, 3, "WAR", "x", 4)]
     return TaskTrace(tasks, deps, [], {"instances": 2})
 
@@ -44,3 +44,35 @@ def test_truncated_and_corrupt_files_are_named(tmp_path):
         load(tmp_path / "d")
     with pytest.raises(TraceDirError, match="not a trace directory"):
         load(tmp_path / "missing")
+
+
+CORRUPTIONS = {
+    # file, replace-this, with-this, what the message must name
+    "missing id": ("deps.csv", "1,4,RAW", "1,9,RAW", r"deps.csv:2: dependency 1 -> 9 names a task that is not"),
+    "cycle": ("deps.csv", "1,4,RAW", "4,0,RAW", r"deps.csv: dependency cycle"),
+    "negative": ("tasks.csv", "1,a,1,0,2,12,10", "1,a,1,0,2,12,-10", r"tasks.csv:3: task 1 has negative"),
+    "kind": ("deps.csv", "3,4,RAW", "3,4,RAX", r"deps.csv:3: unknown dependency kind 'RAX'"),
+    "instance": ("tasks.csv", "3,b,3,2", "3,b,1,2", r"tasks.csv:5: task 3 names instance 1"),
+    "array summary": ("summary.json", None, "[1, 2]", r"summary.json is not a JSON object"),
+    "not utf-8": ("tasks.csv", "1,a,1", "1,\xff\xfe,1", r"tasks.csv:3: not UTF-8"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CORRUPTIONS))
+def test_every_command_names_the_corrupt_line(tmp_path, capsys, case):
+    """graph and simulate load through one validation: one line naming the file, never a traceback."""
+    from tareador.cli.main import main
+
+    name, old, new, message = CORRUPTIONS[case]
+    d = save(fork_join(), tmp_path / "d")
+    path = d / name
+    text = path.read_text()
+    assert old is None or old in text
+    path.write_bytes((new if old is None else text.replace(old, new)).encode("latin-1"))
+    for command in (["graph", str(d)], ["simulate", str(d), "--cores", "2"]):
+        if case == "array summary" and command[0] == "simulate":
+            continue  # simulate reads only the tables
+        assert main(command) == 2, command
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("tareador: "), err
+        assert __import__("re").search(message, err), err

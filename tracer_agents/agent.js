@@ -141,12 +141,21 @@ function loadNative(options) {
   return { shadow, transform, allocations, markers: found, thread, blocks, symbols };
 }
 
+/* ON/OFF do not nest: ON while on is ignored (and counted for a warning), the first OFF ends the
+ * analysed region. Following twice would leave the thread followed after OFF. */
+let following = false;
+let redundantOn = 0;
+
 function startFollowing(context, threadId) {
+  if (following) { redundantOn++; return; }
+  following = true;
   native.shadow.marker(MARK.ON, ptr(0), context.rsp, context.rsp.readPointer(), context.rbp);
   Stalker.follow(threadId, { transform: native.transform.transform });
 }
 
 function stopFollowing(context, threadId) {
+  if (!following) return;
+  following = false;
   native.shadow.marker(MARK.OFF, ptr(0), context.rsp, context.rsp.readPointer(), context.rbp);
   Stalker.unfollow(threadId);
 }
@@ -172,7 +181,7 @@ function finish(ending) {
   finished = true;
   native.shadow.finish();
   const s = native.shadow;
-  const tasks = table(s.tasks, 32), objects = table(s.objects, 40), edges = table(s.edges, 24);
+  const tasks = table(s.tasks, 40), objects = table(s.objects, 40), edges = table(s.edges, 24);
   const names = [];
   for (let i = 0; i < s.nameCount(); i++) {
     const p = s.name(i);
@@ -189,6 +198,9 @@ function finish(ending) {
   const status = s.status();
   const error = { code: status.error, task: status.errorTask, name: status.errorName };
   if (status.error && !status.errorSite.isNull()) error.site = describe(status.errorSite.sub(1));
+  if (redundantOn)
+    warnings.push(`tareador_ON() was called ${redundantOn} time(s) while the analysis was already on: ignored ` +
+      '(ON/OFF do not nest; the first tareador_OFF() ends the analysed region)');
   if (threadsCreated)
     warnings.push(`the program created ${threadsCreated} thread(s); only the main thread was traced`);
   const meta = {

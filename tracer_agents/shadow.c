@@ -57,8 +57,12 @@ typedef struct {
   uint64_t error_site;
 } TracerState;
 
+/* One row per fragment: a task instance that creates children is cut at each creation, so that
+ * a child can start right after the code that created it and the parent's later code waits only
+ * for what it reads. instance = id of the instance's first fragment (main's fragments share one);
+ * parent = the fragment that created the instance (NO_PARENT for main). */
 typedef struct {
-  uint32_t name, parent;
+  uint32_t name, parent, instance, pad;
   uint64_t start, end, instructions;
 } TaskRow;
 
@@ -87,6 +91,7 @@ typedef struct {
 } SplitGranule;
 
 #define MAX_DEPTH 64
+#define NO_PARENT UINT32_MAX
 #define MAX_NAMES 4096
 
 TracerState tr_state;
@@ -96,7 +101,8 @@ static ObjectRow *objects; static uint64_t object_count, object_capacity;
 static EdgeRow *edges; static uint64_t edge_count, edge_capacity;
 static SplitGranule *splits; static uint64_t split_count, split_capacity;
 static uint32_t split_free;   /* free slots, linked through writer[0]; slot + 1, 0 = none */
-static uint32_t open_tasks[MAX_DEPTH];
+static uint32_t open_tasks[MAX_DEPTH];   /* instance ids of the open tasks, innermost last */
+static uint32_t main_instance = NO_PARENT;
 static uint64_t open_private_top[MAX_DEPTH];
 static const char *names[MAX_NAMES]; static uint32_t name_count;
 static uint64_t last_switch;
@@ -455,14 +461,16 @@ void tr_mark_written(uint64_t address, uint64_t size) {
 
 /* ---- task instances ---- */
 
-static int64_t new_task(uint32_t name, uint32_t parent) {
+/* A new fragment; instance NO_PARENT starts a new instance with this fragment. */
+static int64_t new_fragment(uint32_t name, uint32_t parent, uint32_t instance) {
   if (task_count == task_capacity) {
     TaskRow *grown = grow(tasks, &task_capacity, sizeof(TaskRow));
     if (!grown) return -1;
     tasks = grown;
   }
   TaskRow *t = &tasks[task_count];
-  t->name = name; t->parent = parent;
+  t->name = name; t->parent = parent; t->pad = 0;
+  t->instance = instance == NO_PARENT ? (uint32_t) task_count : instance;
   t->start = t->end = tr_state.instructions; t->instructions = 0;
   return (int64_t) task_count++;
 }
@@ -492,9 +500,18 @@ static void fail(uint32_t error, uint32_t name, uint64_t site) {
 }
 
 static void begin_main_fragment(void) {
-  int64_t id = new_task(0, UINT32_MAX);
-  if (id >= 0) tr_state.current = (uint32_t) id;
+  int64_t id = new_fragment(0, NO_PARENT, main_instance);
+  if (id < 0) return;
+  tr_state.current = (uint32_t) id;
+  main_instance = tasks[id].instance;
   tr_state.private_top = 0;
+}
+
+/* A child ended: its parent instance goes on in a new fragment. */
+static void resume_instance(uint32_t instance) {
+  TaskRow *first = &tasks[instance];
+  int64_t id = new_fragment(first->name, first->parent, instance);
+  if (id >= 0) tr_state.current = (uint32_t) id;
 }
 
 /* Names the live frames above a task's start (frame-pointer chain; -O0 code keeps one) so that
@@ -540,7 +557,7 @@ void tr_marker(uint32_t kind, uint64_t argument, uint64_t sp, uint64_t return_ad
     if (tr_state.depth == MAX_DEPTH) { fail(ERROR_TOO_DEEP, name, return_address); break; }
     open_private_top[tr_state.depth] = tr_state.private_top;
     register_frames(sp, rbp);
-    int64_t id = new_task(name, tr_state.current);
+    int64_t id = new_fragment(name, tr_state.current, NO_PARENT);
     if (id < 0) break;
     open_tasks[tr_state.depth++] = (uint32_t) id;
     tr_state.current = (uint32_t) id;
@@ -555,7 +572,7 @@ void tr_marker(uint32_t kind, uint64_t argument, uint64_t sp, uint64_t return_ad
     if (tasks[open].name != name) fail(ERROR_END_MISMATCH, name, return_address);
     tr_state.depth--;
     tr_state.private_top = open_private_top[tr_state.depth];
-    if (tr_state.depth) tr_state.current = open_tasks[tr_state.depth - 1];
+    if (tr_state.depth) resume_instance(open_tasks[tr_state.depth - 1]);
     else begin_main_fragment();
     break;
   }

@@ -30,21 +30,23 @@ def format_seconds(t: float) -> str:
 
 
 def work_by_type(trace: TaskTrace) -> list[tuple[str, int, int]]:
-    """(type, instances, instructions), largest share first; main's fragments included."""
+    """(type, instances, instructions), largest share first; main's code included as one type
+    whose instances are its fragments (a task instance's fragments count once)."""
     count: dict[str, int] = defaultdict(int)
     work: dict[str, int] = defaultdict(int)
     for t in trace.tasks:
-        count[t.name] += 1
+        count[t.name] += t.is_main or t.starts_instance
         work[t.name] += t.instructions
     return sorted(((n, count[n], work[n]) for n in count), key=lambda r: (-r[2], r[0]))
 
 
 def format_summary(trace: TaskTrace, outputs: dict[str, str | Path] | None = None, top: int = 10) -> str:
     s = trace.summary
-    instances = sum(1 for t in trace.tasks if not t.is_main)
+    main = sum(1 for t in trace.tasks if t.is_main)
+    split = len(trace.tasks) - main - trace.instances
     lines = [
-        f"task instances   {instances} of {len(trace.task_types)} task types "
-        f"(+ {len(trace.tasks) - instances} fragments of main)",
+        f"task instances   {trace.instances} of {len(trace.task_types)} task types "
+        f"(+ {main} fragments of main" + (f", + {split} where tasks create tasks)" if split else ")"),
         f"T1 (total work)  {human(trace.t1)} instructions",
     ]
     if not s.get("annotation_error"):

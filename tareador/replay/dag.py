@@ -16,7 +16,7 @@ import numpy as np
 
 from tareador.formats.dimemas import (byte_words, csr, line_chunks, recycle_freed_memory, split_fields,
                                       write_authentic, write_ompss)
-from tareador.taskgraph.model import MAIN, RAW, TaskTrace
+from tareador.taskgraph.model import RAW, TaskTrace
 from tareador.taskgraph.store import load
 
 POLICIES = ("cp", "fifo")
@@ -29,7 +29,8 @@ class Dag:
     ids: np.ndarray  # instance id of each index
     counter: np.ndarray  # instruction counter when each instance started (the sequential order)
     names: list[str]
-    is_main: np.ndarray  # bool
+    is_main: np.ndarray  # bool: a fragment of the program's own code
+    starts_instance: np.ndarray  # bool: the first fragment of a task instance (or of main)
     weight: np.ndarray  # int64 instructions
     src: np.ndarray  # int64 schedule edges
     dst: np.ndarray
@@ -52,36 +53,44 @@ def dag_from_trace(trace: TaskTrace) -> Dag:
     def column(rows, attr: str, kind=np.int64) -> np.ndarray:
         return np.fromiter((getattr(r, attr) for r in rows), kind, len(rows))
 
-    return _build(column(tasks, "id"), [t.name for t in tasks], column(tasks, "parent"), column(tasks, "start"),
-                  column(tasks, "instructions"), column(deps, "src"), column(deps, "dst"),
+    return _build(column(tasks, "id"), [t.name for t in tasks], column(tasks, "instance"), column(tasks, "parent"),
+                  column(tasks, "start"), column(tasks, "instructions"), column(deps, "src"), column(deps, "dst"),
                   np.fromiter((d.kind == RAW for d in deps), bool, len(deps)), column(deps, "bytes"))
 
 
-def _build(ids, names, parent, counter, instructions, dep_src, dep_dst, raw, dep_bytes) -> Dag:
-    """The precedence of ``schedule_edges`` (model.py), built with array operations."""
+def _build(ids, names, instance, parent, counter, instructions, dep_src, dep_dst, raw, dep_bytes) -> Dag:
+    """The precedence of ``schedule_edges`` (metrics.py), built with array operations."""
     n = len(ids)
     order = np.argsort(ids, kind="stable")
 
-    def index(x: np.ndarray) -> np.ndarray:
+    def index(x: np.ndarray, what: str) -> np.ndarray:
         if not len(x):
             return x
         at = np.searchsorted(ids[order], x).clip(max=max(n - 1, 0))
         if n == 0 or (ids[order][at] != x).any():
-            raise ValueError("a dependency names a task instance id that is not in tasks.csv")
+            raise ValueError(f"{what} names a task id that is not in tasks.csv")
         return order[at]
 
-    is_main = np.fromiter((name == MAIN for name in names), bool, n)
-    mains = np.flatnonzero(is_main)
-    has_parent = np.flatnonzero(np.isin(parent, ids))
-    creator = index(parent[has_parent])
-    created = is_main[creator]
+    if n and ((instructions < 0).any() or (ids[order][1:] == ids[order][:-1]).any()):
+        raise ValueError("tasks.csv has negative instruction counts or repeated ids")
+    heads = index(instance, "an instance")
+    if (instance[heads] != ids[heads]).any():
+        raise ValueError("an instance named in tasks.csv is not the first fragment of an instance")
+    is_main = parent < 0
+    # Fragments of one instance, in id order, each after the previous one.
+    by_instance = np.lexsort((ids, instance))
+    same = instance[by_instance[1:]] == instance[by_instance[:-1]]
+    first = np.ones(n, bool)
+    first[by_instance[1:][same]] = False
+    # The first fragment of a task instance after the fragment that created it.
+    created = np.flatnonzero(first & ~is_main)
     data = raw & (dep_src != dep_dst)
-    dsrc, ddst = index(dep_src[data]), index(dep_dst[data])
-    src = np.concatenate([mains[:-1], creator[created], dsrc])
-    dst = np.concatenate([mains[1:], has_parent[created], ddst])
+    dsrc, ddst = index(dep_src[data], "a dependency"), index(dep_dst[data], "a dependency")
+    src = np.concatenate([by_instance[:-1][same], index(parent[created], "a parent"), dsrc])
+    dst = np.concatenate([by_instance[1:][same], created, ddst])
     edges = sorted_unique(src * n + dst)
     pairs, inverse = np.unique(dsrc * n + ddst, return_inverse=True)
-    return Dag(ids=ids, counter=counter, names=names, is_main=is_main, weight=instructions,
+    return Dag(ids=ids, counter=counter, names=names, is_main=is_main, starts_instance=first, weight=instructions,
                src=edges // n, dst=edges % n, dep_src=pairs // n, dep_dst=pairs % n,
                dep_bytes=np.bincount(inverse, weights=dep_bytes[data], minlength=len(pairs)).astype(np.int64))
 
@@ -95,22 +104,22 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
 def load_dag(directory: str | Path) -> Dag:
     """A trace directory straight into arrays: millions of rows in seconds.
 
-    Anything unusual (quoted CSV fields, a bad row, a missing file) goes through
-    ``store.load`` instead, which accepts every valid directory and names what is wrong.
+    Anything unusual (quoted CSV fields, a bad row or id, a missing file) goes through
+    ``store.load`` instead, which accepts every valid directory and names the file and line at fault.
     """
     d = Path(directory)
     recycle_freed_memory()
     try:
-        tasks = _read_csv(d / "tasks.csv", "id,name,parent,start,end,instructions", (0, 2, 3, 4, 5), 1)
+        tasks = _read_csv(d / "tasks.csv", "id,name,instance,parent,start,end,instructions", (0, 2, 3, 4, 5, 6), 1)
         deps = _read_csv(d / "deps.csv", "src,dst,kind,object,bytes", (0, 1, 4), 2)
         raw = _dependency_kinds(*deps[1])
+        (ids, instance, parent, start, _end, instructions), (data, a, b) = tasks
+        pieces = [data[i:j] for i, j in zip(a.tolist(), b.tolist())]
+        text = {p: p.decode() for p in set(pieces)}
+        (src, dst, size), _kinds = deps
+        return _build(ids, [text[p] for p in pieces], instance, parent, start, instructions, src, dst, raw, size)
     except (OSError, ValueError):
         return dag_from_trace(load(d))
-    (ids, parent, start, _end, instructions), (data, a, b) = tasks
-    pieces = [data[i:j] for i, j in zip(a.tolist(), b.tolist())]
-    text = {p: p.decode() for p in set(pieces)}
-    (src, dst, size), _kinds = deps
-    return _build(ids, [text[p] for p in pieces], parent, start, instructions, src, dst, raw, size)
 
 
 def _dependency_kinds(data: bytes, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -197,8 +206,9 @@ def write_dim_traces(dag: Dag, directory, instructions_per_second: float, overhe
 
 
 def durations(dag: Dag, overhead: int) -> np.ndarray:
-    """Each task instance pays the runtime overhead; main's fragments are the program itself."""
-    return dag.weight + np.where(dag.is_main, 0, overhead)
+    """Each task instance pays the runtime overhead once, on its first fragment (its creation);
+    main's fragments are the program itself."""
+    return dag.weight + np.where(dag.starts_instance & ~dag.is_main, overhead, 0)
 
 
 def bottom_levels(dag: Dag, duration: np.ndarray, adjacency=None) -> list[int]:

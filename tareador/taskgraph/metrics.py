@@ -11,24 +11,23 @@ from tareador.taskgraph.model import RAW, Dependency, TaskInstance
 
 def schedule_edges(tasks: list[TaskInstance], deps: Iterable[Dependency]) -> set[tuple[int, int]]:
     """Every precedence constraint of the potential task-parallel run (see model.py)."""
-    by_id = {t.id: t for t in tasks}
+    ids = {t.id for t in tasks}
     edges = {(d.src, d.dst) for d in deps if d.kind == RAW and d.src != d.dst}
-    previous_main = None
-    for t in tasks:
-        if t.is_main:
-            if previous_main is not None:
-                edges.add((previous_main, t.id))
-            previous_main = t.id
-        elif t.parent in by_id and by_id[t.parent].is_main:
+    last_fragment: dict[int, int] = {}
+    for t in sorted(tasks, key=lambda t: t.id):
+        if t.instance in last_fragment:
+            edges.add((last_fragment[t.instance], t.id))
+        elif t.parent in ids:
             edges.add((t.parent, t.id))
+        last_fragment[t.instance] = t.id
     return edges
 
 
 def critical_path_length(tasks: list[TaskInstance], deps: Iterable[Dependency]) -> int:
     """Longest instruction-weighted path through the schedule constraints.
 
-    Ids follow creation order, which is topological except for a nested child whose parent reads
-    what it wrote (child id > parent id); hence a real topological sort, not id order.
+    A Kahn sort rather than id order: id order is topological for every trace tareador writes,
+    but a hand-made or corrupt one may say otherwise, and that must be reported, not miscounted.
     """
     if not tasks:
         return 0

@@ -4,13 +4,15 @@ A traced run becomes a list of task instances in creation order, a list of depen
 between them and the data objects the dependencies go through. Time is measured in executed
 instructions, which is deterministic from run to run, unlike wall-clock time under Frida.
 
-Scheduling semantics every later stage relies on:
-- rows named ``main`` are fragments of the program's sequential thread; they run in id order,
-  each after the previous one;
-- a task whose ``parent`` is a ``main`` fragment is created when that fragment ends and may
-  start no earlier;
-- a nested task (parent is another task) is constrained by its data dependencies only;
-- only RAW dependencies constrain the schedule; WAR and WAW are reported, not enforced.
+Scheduling semantics every later stage relies on (one model for main and for nested tasks):
+- each row is a *fragment*: a task instance that creates tasks is cut at every creation, as the
+  program's own sequential code (``main``) is cut at every task it creates; a task instance that
+  creates none is one fragment. ``instance`` (the id of its first fragment) groups them;
+- the fragments of one instance run in id order, each after the previous one;
+- a task instance starts no earlier than the end of the fragment that created it (``parent``);
+- otherwise only RAW dependencies constrain the schedule: a parent's fragment that reads what its
+  child wrote waits for the child, one that does not runs beside it; WAR and WAW are reported,
+  not enforced.
 """
 
 from __future__ import annotations
@@ -27,16 +29,24 @@ DEPENDENCY_KINDS = (RAW, WAR, WAW)
 
 @dataclass(frozen=True)
 class TaskInstance:
-    id: int
-    name: str
-    parent: int  # -1 for main fragments
-    start: int  # global instruction counter when the instance started
-    end: int  # ... and when it ended (includes nested children)
-    instructions: int  # executed by this instance itself, children excluded
+    """One fragment of a task instance (the whole instance when it creates no tasks)."""
+
+    id: int  # creation order: the order fragments started in the sequential run
+    name: str  # task type; ``main`` for the program's own code
+    instance: int  # id of the instance's first fragment (main's fragments share one)
+    parent: int  # the fragment that created the instance; -1 for main
+    start: int  # global instruction counter when the fragment started
+    end: int  # ... and when it ended
+    instructions: int  # executed by this fragment itself
 
     @property
     def is_main(self) -> bool:
-        return self.name == MAIN
+        """A fragment of the program's own code, not of a task (a task may be named main)."""
+        return self.parent < 0
+
+    @property
+    def starts_instance(self) -> bool:
+        return self.id == self.instance
 
 
 @dataclass(frozen=True)
@@ -60,7 +70,7 @@ class DataObject:
 
 @dataclass
 class TaskTrace:
-    """A loaded trace directory: what ``tareador.load(dir)`` returns."""
+    """A loaded trace directory: what ``tareador.load(dir)`` returns; ``tasks`` are fragments."""
 
     tasks: list[TaskInstance]
     deps: list[Dependency]
@@ -82,6 +92,11 @@ class TaskTrace:
     @property
     def task_types(self) -> list[str]:
         return sorted({t.name for t in self.tasks if not t.is_main})
+
+    @property
+    def instances(self) -> int:
+        """Task instances, each counted once however many fragments it has."""
+        return sum(1 for t in self.tasks if t.starts_instance and not t.is_main)
 
     @property
     def t1(self) -> int:

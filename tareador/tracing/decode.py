@@ -15,8 +15,8 @@ import numpy as np
 
 from tareador.taskgraph.model import DEPENDENCY_KINDS, DataObject, Dependency, TaskInstance
 
-TASK_ROW = np.dtype([("name", "<u4"), ("parent", "<u4"), ("start", "<u8"), ("end", "<u8"),
-                     ("instructions", "<u8")])
+TASK_ROW = np.dtype([("name", "<u4"), ("parent", "<u4"), ("instance", "<u4"), ("pad", "<u4"), ("start", "<u8"),
+                     ("end", "<u8"), ("instructions", "<u8")])
 OBJECT_ROW = np.dtype([("address", "<u8"), ("size", "<u8"), ("site", "<u8"), ("kind", "<u4"),
                        ("disabled", "<u4"), ("alive", "<u4"), ("pad", "<u4")])
 EDGE_ROW = np.dtype([("src", "<u4"), ("dst", "<u4"), ("object", "<u4"), ("kind", "<u4"), ("bytes", "<u8")])
@@ -90,7 +90,7 @@ def object_names(meta: dict, objects: np.ndarray) -> list[DataObject]:
 
 def task_rows(meta: dict, tasks: np.ndarray) -> list[TaskInstance]:
     names = meta["names"]
-    return [TaskInstance(i, names[t["name"]] if t["name"] < len(names) else "?",
+    return [TaskInstance(i, names[t["name"]] if t["name"] < len(names) else "?", int(t["instance"]),
                          -1 if t["parent"] == NO_PARENT else int(t["parent"]),
                          int(t["start"]), int(t["end"]), int(t["instructions"]))
             for i, t in enumerate(tasks)]

@@ -1,0 +1,176 @@
+"""Nested tasks on real binaries: a task that creates tasks is cut into fragments at each
+creation, exactly like main; exact fragment tables, schedule edges and critical paths."""
+
+from __future__ import annotations
+
+from conftest import write_c
+from tareador.replay.dag import dag_from_trace, simulate
+from tareador.taskgraph.metrics import schedule_edges
+from tareador.tracing.run import trace
+
+PRELUDE = "#include <tareador.h>\n#define T(name, body) do { tareador_start_task(name); body; tareador_end_task(name); } while (0)\n"
+
+
+def traced(compile_c, tmp_path, name: str, body: str):
+    exe = compile_c(write_c(tmp_path, name, PRELUDE + body))
+    return trace([str(exe)], tmp_path / f"{name}.tareador", progress=False)
+
+
+def rows(t) -> list[tuple[str, int, int]]:
+    """(name, instance, parent) of every fragment, in id order."""
+    return [(x.name, x.instance, x.parent) for x in t.tasks]
+
+
+def raw_edges(t) -> set[tuple[int, int, str, int]]:
+    return {(d.src, d.dst, d.object, d.bytes) for d in t.deps if d.kind == "RAW"}
+
+
+def longest(weights: dict[int, int], edges: set[tuple[int, int]]) -> int:
+    finish: dict[int, int] = {}
+    for i in sorted(weights):  # ids are topological here: every edge goes to a later fragment
+        finish[i] = weights[i] + max((finish[s] for s, d in edges if d == i), default=0)
+    return max(finish.values())
+
+
+def test_child_reads_parent_and_parent_reads_child(compile_c, tmp_path):
+    """The taskwait pattern that used to be a 'dependency cycle': parent writes x, its child reads x
+    and writes y, then the parent reads y."""
+    t = traced(compile_c, tmp_path, "twoway", """
+int x, y, z;
+int main(void) {
+  tareador_ON();
+  tareador_start_task("parent");
+  x = 1;
+  T("child", y = x + 1);
+  z = y + 1;
+  tareador_end_task("parent");
+  tareador_OFF();
+  return z != 3;
+}""")
+    assert rows(t) == [("main", 0, -1), ("parent", 1, 0), ("child", 2, 1), ("parent", 1, 0), ("main", 0, -1)]
+    assert raw_edges(t) == {(1, 2, "x", 4), (2, 3, "y", 4)}
+    assert schedule_edges(t.tasks, t.deps) == {(0, 1), (1, 2), (2, 3), (1, 3), (0, 4)}
+    assert t.summary["instances"] == 2 and t.summary["task_fragments"] == 3
+    assert t.tinf == sum(x.instructions for x in t.tasks[:4])
+
+
+def test_child_of_a_late_parent_waits_for_its_creation(compile_c, tmp_path):
+    """A long independent task, then a parent whose child depends on nothing: the child runs beside
+    the long task but not before its parent created it."""
+    t = traced(compile_c, tmp_path, "late", """
+double a[4000], c[4000];
+int main(void) {
+  tareador_ON();
+  T("long", for (int i = 0; i < 4000; i++) a[i] = i * 0.5);
+  tareador_start_task("parent");
+  T("child", for (int i = 0; i < 1000; i++) c[i] = i);
+  tareador_end_task("parent");
+  tareador_OFF();
+  return 0;
+}""")
+    assert rows(t) == [("main", 0, -1), ("long", 1, 0), ("main", 0, -1), ("parent", 3, 2), ("child", 4, 3),
+                       ("parent", 3, 2), ("main", 0, -1)]
+    assert raw_edges(t) == set()
+    edges = schedule_edges(t.tasks, t.deps)
+    assert edges == {(0, 1), (0, 2), (2, 3), (3, 4), (3, 5), (2, 6)}
+    w = {x.id: x.instructions for x in t.tasks}
+    assert t.tinf == longest(w, edges) == max(w[0] + w[1], w[0] + w[2] + w[3] + w[4])
+    on_two = simulate(dag_from_trace(t), 2)
+    assert on_two.start[4] >= on_two.finish[3]  # the child never runs before its parent's first fragment
+    assert on_two.makespan == t.tinf
+
+
+def test_three_levels_deep(compile_c, tmp_path):
+    """Each level passes data down to its child and reads the child's result back."""
+    t = traced(compile_c, tmp_path, "deep", """
+int x, y, z, w, v, out;
+int main(void) {
+  tareador_ON();
+  tareador_start_task("L1");
+  x = 1;
+  tareador_start_task("L2");
+  y = x;
+  T("L3", z = y + 1);
+  w = z;
+  tareador_end_task("L2");
+  v = w;
+  tareador_end_task("L1");
+  out = v;
+  tareador_OFF();
+  return out != 2;
+}""")
+    assert rows(t) == [("main", 0, -1), ("L1", 1, 0), ("L2", 2, 1), ("L3", 3, 2), ("L2", 2, 1), ("L1", 1, 0),
+                       ("main", 0, -1)]
+    assert raw_edges(t) == {(1, 2, "x", 4), (2, 3, "y", 4), (3, 4, "z", 4), (4, 5, "w", 4), (5, 6, "v", 4)}
+    creation, chains = {(0, 1), (1, 2), (2, 3)}, {(2, 4), (1, 5), (0, 6)}
+    assert schedule_edges(t.tasks, t.deps) == creation | chains | {(s, d) for s, d, _, _ in raw_edges(t)}
+    assert t.tinf == t.t1  # the data flow makes it a chain
+    assert t.summary["instances"] == 3
+
+
+def test_siblings_inside_a_task_run_in_parallel(compile_c, tmp_path):
+    """A parent creates three independent children and then reads their results: its fragments
+    are a chain, each child hangs off the fragment that created it."""
+    t = traced(compile_c, tmp_path, "siblings", """
+double r[3][512];
+double total;
+static void work(double *out) { for (int i = 0; i < 512; i++) out[i] = i * 2.0; }
+int main(void) {
+  tareador_ON();
+  tareador_start_task("parent");
+  for (int k = 0; k < 3; k++) T("child", work(r[k]));
+  for (int k = 0; k < 3; k++) total += r[k][511];
+  tareador_end_task("parent");
+  tareador_OFF();
+  return 0;
+}""")
+    names = [x.name for x in t.tasks]
+    assert names == ["main", "parent", "child", "parent", "child", "parent", "child", "parent", "main"]
+    assert [(s, d) for s, d, obj, b in sorted(raw_edges(t)) if obj == "r"] == [(2, 7), (4, 7), (6, 7)]
+    assert all(b == 8 for s, d, obj, b in raw_edges(t) if obj == "r")
+    edges = schedule_edges(t.tasks, t.deps)
+    assert {(1, 2), (3, 4), (5, 6), (1, 3), (3, 5), (5, 7)} <= edges
+    w = {x.id: x.instructions for x in t.tasks}
+    assert t.tinf == longest(w, edges)
+    assert t.tinf < t.t1 - 2 * w[2]  # two of the three children are off the critical path
+    assert t.summary["instances"] == 4 and t.summary["task_fragments"] == 7
+
+
+def test_a_task_named_main_is_a_task(compile_c, tmp_path):
+    t = traced(compile_c, tmp_path, "named_main", """
+double a[2000], b[2000];
+int main(void) {
+  tareador_ON();
+  T("main", for (int i = 0; i < 2000; i++) a[i] = i);
+  T("other", for (int i = 0; i < 2000; i++) b[i] = i);
+  tareador_OFF();
+  return 0;
+}""")
+    assert [(x.name, x.is_main) for x in t.tasks] == [("main", True), ("main", False), ("main", True),
+                                                      ("other", False), ("main", True)]
+    assert t.summary["instances"] == 2 and t.task_types == ["main", "other"]
+    w = [x.instructions for x in t.tasks]
+    assert t.tinf == max(w[0] + w[1], w[0] + w[2] + w[3], w[0] + w[2] + w[4])
+    assert t.parallelism > 1.8
+
+
+def test_on_twice_then_off_ends_the_region(compile_c, tmp_path):
+    """ON/OFF do not nest: a second ON is ignored with a warning, the first OFF stops the analysis."""
+    t = traced(compile_c, tmp_path, "onoff", """
+int a, b;
+int main(void) {
+  tareador_ON();
+  tareador_ON();
+  T("A", a = 1);
+  tareador_OFF();
+  T("B", b = a);
+  tareador_ON();
+  T("C", b = a + 1);
+  tareador_OFF();
+  return 0;
+}""")
+    assert [x.name for x in t.tasks] == ["main", "A", "main", "main", "C", "main"]
+    assert {x.instance for x in t.tasks if x.is_main} == {0}
+    assert raw_edges(t) == {(1, 4, "a", 4)}
+    assert any("tareador_ON() was called 1 time(s) while the analysis was already on" in w
+               for w in t.summary["warnings"])
