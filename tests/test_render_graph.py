@@ -26,10 +26,32 @@ def dot_edges(path) -> set[tuple[int, int]]:
 
 def test_transitive_edges_hidden_unless_asked(tmp_path):
     out = write_graph(diamond(), tmp_path / "reduced")
-    assert dot_edges(out["graph (dot)"]) == {(0, 1), (1, 2), (1, 3), (2, 4), (3, 4)}
+    assert dot_edges(out["graph (dot)"]) == {(1, 2), (1, 3), (2, 4), (3, 4)}
     out = write_graph(diamond(), tmp_path / "all", all_edges=True)
-    assert dot_edges(out["graph (dot)"]) == {(0, 1), (0, 2), (0, 3), (0, 4), (1, 2), (1, 3), (2, 4), (3, 4), (1, 4)}
+    assert dot_edges(out["graph (dot)"]) == {(1, 2), (1, 3), (2, 4), (3, 4), (1, 4)}
     assert out["graph (svg)"].read_bytes().startswith(b"<?xml")
+    out = write_graph(diamond(), tmp_path / "main", show_main=True)
+    assert dot_edges(out["graph (dot)"]) == {(0, 1), (1, 2), (1, 3), (2, 4), (3, 4)}
+
+
+def test_order_through_main_survives_folding(tmp_path):
+    """main reads a's result before it creates b: b cannot start before a ends, and with main
+    folded that shows as an a -> b edge; c, created before main read anything, stays apart."""
+    tasks = [TaskInstance(0, "main", 0, -1, 0, 1, 1), TaskInstance(1, "a", 1, 0, 1, 11, 10),
+             TaskInstance(2, "c", 2, 0, 11, 21, 10), TaskInstance(3, "main", 0, -1, 21, 22, 1),
+             TaskInstance(4, "b", 4, 3, 22, 32, 10), TaskInstance(5, "main", 0, -1, 32, 33, 1)]
+    trace = TaskTrace(tasks, [Dependency(1, 3, "RAW", "r", 8)], [], {})
+    assert dot_edges(write_graph(trace, tmp_path)["graph (dot)"]) == {(1, 4)}
+    text = (tmp_path / "graph.dot").read_text()
+    assert re.search(r"^\s*1 -> 4 \[.*dashed", text, re.M) and "main #" not in text
+
+
+def test_too_large_to_lay_out_writes_the_dot_and_says_why(tmp_path):
+    tasks = [TaskInstance(0, "main", 0, -1, 0, 0, 0)] + [TaskInstance(i, "t", i, 0, i, i, 5) for i in range(1, 2502)]
+    said = []
+    out = write_graph(TaskTrace(tasks, [], [], {}), tmp_path, collapse="never", report=said.append)
+    assert set(out) == {"graph (dot)"} and not (tmp_path / "graph.svg").exists()
+    assert len(said) == 1 and "2501 nodes" in said[0] and "--collapse auto" in said[0]
 
 
 def test_labels_legend_and_no_war(tmp_path):
@@ -45,9 +67,11 @@ def test_large_graphs_collapse_by_type(tmp_path):
     deps = [Dependency(i, i + 1, "RAW", "o", 4) for i in range(1, 5000)]
     out = write_graph(TaskTrace(tasks, deps, [], {}), tmp_path)
     text = out["graph (dot)"].read_text()
-    nodes = set(re.findall(r"^\s*(\w+) \[label=", text, re.M)) - {"graph"}
-    assert nodes == {"main", "p", "q", "r"}
-    assert "5001 task instances collapsed" in text
+    nodes = set(re.findall(r"^\s*(\w+|\"[^\"]+\") \[label=", text, re.M)) - {"graph"}
+    assert nodes == {"p", "q", "r"}
+    shown = write_graph(TaskTrace(tasks, deps, [], {}), tmp_path / "main", show_main=True)["graph (dot)"].read_text()
+    assert set(re.findall(r"^\s*(\w+|\"[^\"]+\") \[label=", shown, re.M)) - {"graph"} == {"p", "q", "r", '"main (program)"'}
+    assert "5000 task instances collapsed" in text
     assert "1667 instances" in text  # r: 3, 6, ..., 5001... p gets i % 3 == 0
     assert out["graph (svg)"].stat().st_size < 100_000
 

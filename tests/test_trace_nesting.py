@@ -3,12 +3,30 @@ creation, exactly like main; exact fragment tables, schedule edges and critical 
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from conftest import write_c
 from tareador.replay.dag import dag_from_trace, simulate
 from tareador.taskgraph.metrics import schedule_edges
 from tareador.tracing.run import trace
 
 PRELUDE = "#include <tareador.h>\n#define T(name, body) do { tareador_start_task(name); body; tareador_end_task(name); } while (0)\n"
+
+
+# The taskwait pattern: parent writes x, its child reads x and writes y, then the parent reads y.
+TWO_WAY = """
+int x, y, z;
+int main(void) {
+  tareador_ON();
+  tareador_start_task("parent");
+  x = 1;
+  T("child", y = x + 1);
+  z = y + 1;
+  tareador_end_task("parent");
+  tareador_OFF();
+  return z != 3;
+}"""
 
 
 def traced(compile_c, tmp_path, name: str, body: str):
@@ -33,20 +51,8 @@ def longest(weights: dict[int, int], edges: set[tuple[int, int]]) -> int:
 
 
 def test_child_reads_parent_and_parent_reads_child(compile_c, tmp_path):
-    """The taskwait pattern that used to be a 'dependency cycle': parent writes x, its child reads x
-    and writes y, then the parent reads y."""
-    t = traced(compile_c, tmp_path, "twoway", """
-int x, y, z;
-int main(void) {
-  tareador_ON();
-  tareador_start_task("parent");
-  x = 1;
-  T("child", y = x + 1);
-  z = y + 1;
-  tareador_end_task("parent");
-  tareador_OFF();
-  return z != 3;
-}""")
+    """The taskwait pattern used to be reported as a 'dependency cycle' and lose the trace."""
+    t = traced(compile_c, tmp_path, "twoway", TWO_WAY)
     assert rows(t) == [("main", 0, -1), ("parent", 1, 0), ("child", 2, 1), ("parent", 1, 0), ("main", 0, -1)]
     assert raw_edges(t) == {(1, 2, "x", 4), (2, 3, "y", 4)}
     assert schedule_edges(t.tasks, t.deps) == {(0, 1), (1, 2), (2, 3), (1, 3), (0, 4)}
@@ -174,3 +180,18 @@ int main(void) {
     assert raw_edges(t) == {(1, 4, "a", 4)}
     assert any("tareador_ON() was called 1 time(s) while the analysis was already on" in w
                for w in t.summary["warnings"])
+
+
+def test_graph_draws_a_parent_as_the_box_of_its_fragments(compile_c, tmp_path):
+    from tareador.cli.main import main
+
+    out = traced(compile_c, tmp_path, "twoway", TWO_WAY).path
+    assert main(["graph", out]) == 0
+    text = (Path(out) / "graph.dot").read_text()
+    cluster = text[text.index("subgraph cluster_1"):]
+    cluster = cluster[:cluster.index("}")]
+    assert re.findall(r"^\s*(\d+) \[", cluster, re.M) == ["1", "3"] and 'label="parent #1"' in cluster
+    assert "(1/2)" in cluster and "(2/2)" in cluster
+    assert set(re.findall(r"^\s*(\d+) -> (\d+)", text, re.M)) == {("1", "2"), ("2", "3")}
+    assert "main #" not in text
+    assert "<svg" in (Path(out) / "graph.svg").read_text()

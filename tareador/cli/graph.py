@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("graph", help="draw the task dependency graph (DOT and SVG)",
@@ -11,6 +13,9 @@ def register(subparsers) -> None:
     p.add_argument("--collapse", choices=["auto", "never", "always"], default="auto",
                    help="one node per task type (auto: when there are more than --max-nodes instances)")
     p.add_argument("--max-nodes", type=int, default=300)
+    p.add_argument("--show-main", action="store_true",
+                   help="also draw the fragments of main (the program's code between tasks); by default main is "
+                        "folded and only the order it imposes between tasks is drawn")
     p.add_argument("--png", action="store_true", help="also write graph.png")
     p.set_defaults(func=run)
 
@@ -25,7 +30,8 @@ def run(args) -> int:
     formats = ("dot", "svg", "png") if args.png else ("dot", "svg")
     try:
         outputs = write_graph(trace, args.trace_dir, all_edges=args.all_edges, collapse=args.collapse,
-                              max_nodes=args.max_nodes, formats=formats)
+                              max_nodes=args.max_nodes, show_main=args.show_main, formats=formats,
+                              report=lambda message: print(f"tareador: {message}", file=sys.stderr, flush=True))
     except RuntimeError as e:
         raise UserError(str(e)) from None
     print(format_summary(trace, outputs))

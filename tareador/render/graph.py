@@ -10,24 +10,28 @@ from __future__ import annotations
 
 import math
 import shutil
+import time
 from collections import defaultdict
 from pathlib import Path
 
 import graphviz
 import networkx as nx
 
-from tareador.render.summary import human, work_by_type
-from tareador.taskgraph.model import MAIN, RAW, TaskTrace
+from tareador.render.summary import PROGRAM, human, work_by_type
+from tareador.taskgraph.model import RAW, TaskTrace
 
 PALETTE = ["#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377", "#BBBBBB", "#EE8866",
            "#44BB99", "#FFAABB", "#99DDFF", "#AAAA00"]  # Paul Tol's colour-blind-safe sets
 MAIN_COLOUR = "#DDDDDD"
 MAX_LABEL_LINES = 2
+# Graphviz dot's layout time grows steeply with size: 1.5 s for 500 nodes, 45 s for 2000 (this
+# machine), minutes beyond; past this many nodes only the DOT is written.
+LAYOUT_LIMIT = 2000
 
 
 def type_colours(trace: TaskTrace) -> dict[str, str]:
     colours = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(trace.task_types)}
-    colours[MAIN] = MAIN_COLOUR
+    colours[PROGRAM] = MAIN_COLOUR
     return colours
 
 
@@ -36,13 +40,26 @@ def _width(instructions: int, largest: int) -> float:
     return round(0.5 + 2.0 * math.sqrt(instructions / largest), 2) if largest else 0.5
 
 
-def drawn_edges(trace: TaskTrace, all_edges: bool) -> list[tuple[int, int]]:
+def drawn_edges(trace: TaskTrace, all_edges: bool, show_main: bool = False) -> list[tuple[int, int]]:
+    """RAW and ordering edges between the fragments drawn, transitive ones removed unless asked.
+
+    With main folded, an order that only main's code implies (a task whose result main reads
+    before creating another) stays visible as an edge between the two tasks: main's fragments are
+    contracted, each one's predecessors joined to its successors.
+    """
     g = trace.graph
-    raw_or_order = nx.DiGraph()
-    raw_or_order.add_nodes_from(g.nodes)
-    raw_or_order.add_edges_from((s, d) for s, d, a in g.edges(data=True)
-                                if a["order"] or any(x.kind == RAW for x in a["deps"]))
-    kept = raw_or_order if all_edges else nx.transitive_reduction(raw_or_order)
+    kept = nx.DiGraph()
+    kept.add_nodes_from(g.nodes)
+    kept.add_edges_from((s, d) for s, d, a in g.edges(data=True) if a["order"] or any(x.kind == RAW for x in a["deps"]))
+    if not all_edges:
+        kept = nx.transitive_reduction(kept)
+    if not show_main:
+        for t in trace.tasks:
+            if t.is_main:
+                kept.add_edges_from((p, s) for p in kept.predecessors(t.id) for s in kept.successors(t.id))
+                kept.remove_node(t.id)
+        if not all_edges:
+            kept = nx.transitive_reduction(kept)
     return sorted(kept.edges)
 
 
@@ -57,76 +74,120 @@ def _edge_label(deps) -> str:
 def _legend(trace: TaskTrace, colours: dict[str, str]) -> str:
     total = trace.t1 or 1
     rows = "".join(f'<TR><TD BGCOLOR="{colours[name]}">{name}</TD><TD>{n}</TD><TD>{100 * work / total:.1f}%</TD></TR>'
-                   for name, n, work in work_by_type(trace))
+                   for name, n, work in work_by_type(trace, main_apart=True))
     return f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0"><TR><TD><B>task type</B></TD>' \
            f'<TD><B>instances</B></TD><TD><B>work</B></TD></TR>{rows}</TABLE>>'
 
 
-def instance_graph(trace: TaskTrace, all_edges: bool) -> graphviz.Digraph:
+def _fragment_label(t, part: int, parts: int) -> str:
+    if t.is_main:
+        return f"main #{t.id}"
+    which = f" ({part}/{parts})" if parts > 1 else ""
+    return f"{t.name}\n#{t.id}{which}\n{human(t.instructions)} instr"
+
+
+def instance_graph(trace: TaskTrace, all_edges: bool, show_main: bool = False) -> graphviz.Digraph:
+    """One node per task instance; an instance cut into fragments (it creates tasks) is a box of
+    its fragments, so the edges say which part of the parent a child follows or feeds."""
     colours = type_colours(trace)
     largest = max((t.instructions for t in trace.tasks), default=0)
     dot = graphviz.Digraph("tasks", graph_attr={"rankdir": "TB", "label": "task dependency graph", "labelloc": "t"})
     dot.node("legend", _legend(trace, colours), shape="plaintext")
+    fragments: dict[int, list] = defaultdict(list)
     for t in trace.tasks:
-        if t.is_main:
-            dot.node(str(t.id), f"main #{t.id}", shape="box", style="filled", fillcolor=MAIN_COLOUR,
-                     fontsize="8", height="0.2")
-        else:
-            dot.node(str(t.id), f"{t.name}\n#{t.id}\n{human(t.instructions)} instr", shape="ellipse",
-                     style="filled", fillcolor=colours[t.name], width=str(_width(t.instructions, largest)))
+        if show_main or not t.is_main:
+            fragments[t.instance].append(t)
+    for instance, parts in fragments.items():
+        head = parts[0]
+        box = dot if len(parts) == 1 or head.is_main else None
+        graph = box or graphviz.Digraph(f"cluster_{instance}", graph_attr={
+            "label": f"{head.name} #{instance}", "style": "rounded", "color": colours[head.name]})
+        for k, t in enumerate(parts, start=1):
+            if t.is_main:
+                graph.node(str(t.id), _fragment_label(t, k, len(parts)), shape="box", style="filled",
+                           fillcolor=MAIN_COLOUR, fontsize="8", height="0.2")
+            else:
+                graph.node(str(t.id), _fragment_label(t, k, len(parts)), shape="ellipse", style="filled",
+                           fillcolor=colours[t.name], width=str(_width(t.instructions, largest)))
+        if box is None:
+            dot.subgraph(graph)
     g = trace.graph
     by_id = {t.id: t for t in trace.tasks}
-    for s, d in drawn_edges(trace, all_edges):
-        attrs = g.edges[s, d]
+    for s, d in drawn_edges(trace, all_edges, show_main):
+        deps = g.edges[s, d]["deps"] if g.has_edge(s, d) else []
         # main -> the task it creates is an order edge anyway: the loop variables it reads add nothing.
         creation = by_id[s].is_main and by_id[d].parent == s
-        if any(x.kind == RAW for x in attrs["deps"]) and not creation:
-            dot.edge(str(s), str(d), label=_edge_label(attrs["deps"]), fontsize="8")
+        if any(x.kind == RAW for x in deps) and not creation:
+            dot.edge(str(s), str(d), label=_edge_label(deps), fontsize="8")
         else:
             dot.edge(str(s), str(d), style="dashed", color="#BBBBBB")
     return dot
 
 
-def type_graph(trace: TaskTrace) -> graphviz.Digraph:
-    """One node per task type: what still reads when there are thousands of instances."""
+def type_graph(trace: TaskTrace, show_main: bool = False) -> graphviz.Digraph:
+    """One node per task type: what still reads when there are thousands of instances. Edges
+    inside one instance (between its own fragments) are not between types and are left out."""
     colours = type_colours(trace)
-    name = {t.id: t.name for t in trace.tasks}
+    kind = {t.id: (PROGRAM if t.is_main else t.name) for t in trace.tasks}
+    instance = {t.id: t.instance for t in trace.tasks}
     edges: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     pairs = set()
     for d in trace.deps:
-        if d.kind == RAW and d.src != d.dst:
-            key = (name[d.src], name[d.dst])
+        if d.kind == RAW and instance[d.src] != instance[d.dst]:
+            key = (kind[d.src], kind[d.dst])
+            if not show_main and PROGRAM in key:
+                continue
             edges[key][1] += d.bytes
             if (d.src, d.dst) not in pairs:
                 pairs.add((d.src, d.dst))
                 edges[key][0] += 1
     dot = graphviz.Digraph("types", graph_attr={
-        "label": f"{len(trace.tasks)} task instances collapsed by task type (tareador graph --collapse never "
+        "label": f"{trace.instances} task instances collapsed by task type (tareador graph --collapse never "
                  "draws every instance)", "labelloc": "t"})
-    largest = max((w for _, _, w in work_by_type(trace)), default=0)
-    for task_type, n, work in work_by_type(trace):
-        dot.node(task_type, f"{task_type}\n{n} instances\n{human(work)} instr", style="filled",
-                 fillcolor=colours[task_type], shape="box" if task_type == MAIN else "ellipse",
-                 width=str(_width(work, largest)))
+    types = [(t, n, w) for t, n, w in work_by_type(trace, main_apart=True) if show_main or t != PROGRAM]
+    largest = max((w for _, _, w in types), default=0)
+    for task_type, n, work in types:
+        if task_type == PROGRAM:
+            dot.node(PROGRAM, f"main (the program's own code)\n{n} fragments\n{human(work)} instr",
+                     style="filled", fillcolor=MAIN_COLOUR, shape="box", width=str(_width(work, largest)))
+        else:
+            dot.node(task_type, f"{task_type}\n{n} instances\n{human(work)} instr", style="filled",
+                     fillcolor=colours[task_type], shape="ellipse", width=str(_width(work, largest)))
     for (s, d), (count, nbytes) in sorted(edges.items()):
         dot.edge(s, d, label=f"{count} deps\n{human(nbytes)} B", fontsize="8")
     return dot
 
 
 def write_graph(trace: TaskTrace, out_dir: str | Path, *, all_edges: bool = False, collapse: str = "auto",
-                max_nodes: int = 300, formats: tuple[str, ...] = ("dot", "svg")) -> dict[str, Path]:
-    collapsed = collapse == "always" or (collapse == "auto" and len(trace.tasks) > max_nodes)
-    dot = type_graph(trace) if collapsed else instance_graph(trace, all_edges)
+                max_nodes: int = 300, show_main: bool = False, formats: tuple[str, ...] = ("dot", "svg"),
+                report=None) -> dict[str, Path]:
+    """Writes the DOT and lays it out in each other format; ``report(message)`` hears about long
+    layouts and about layouts not attempted because Graphviz would take too long."""
+    drawn = sum(1 for t in trace.tasks if show_main or not t.is_main)
+    collapsed = collapse == "always" or (collapse == "auto" and drawn > max_nodes)
+    dot = type_graph(trace, show_main) if collapsed else instance_graph(trace, all_edges, show_main)
+    nodes = len(trace.task_types) + show_main if collapsed else drawn
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = {}
     if "dot" in formats:
         written["graph (dot)"] = out / "graph.dot"
         written["graph (dot)"].write_text(dot.source)
-    for fmt in (f for f in formats if f != "dot"):
+    layouts = [f for f in formats if f != "dot"]
+    if layouts and nodes > LAYOUT_LIMIT:
+        if report:
+            report(f"graph.{'/'.join(layouts)} not drawn: Graphviz takes minutes to hours to lay out {nodes} nodes "
+                   f"(about 45 s for 2000); graph.dot is written, or draw task types with --collapse auto")
+        return written
+    for fmt in layouts:
         if shutil.which("dot") is None:
             raise RuntimeError("Graphviz 'dot' is not installed: run 'make deps' (apt-get install graphviz)")
+        started = time.monotonic()
+        if report and nodes > max_nodes:
+            report(f"laying out {nodes} nodes with Graphviz dot ({fmt}); this takes a while...")
         path = out / f"graph.{fmt}"
         path.write_bytes(dot.pipe(format=fmt))
+        if report and nodes > max_nodes:
+            report(f"graph.{fmt} laid out in {time.monotonic() - started:.0f} s")
         written[f"graph ({fmt})"] = path
     return written

@@ -29,14 +29,19 @@ def format_seconds(t: float) -> str:
     return f"{t * scale:.4g} {unit}"
 
 
-def work_by_type(trace: TaskTrace) -> list[tuple[str, int, int]]:
+PROGRAM = "main (program)"  # main's own code, apart from a task that happens to be named main
+
+
+def work_by_type(trace: TaskTrace, main_apart: bool = False) -> list[tuple[str, int, int]]:
     """(type, instances, instructions), largest share first; main's code included as one type
-    whose instances are its fragments (a task instance's fragments count once)."""
+    whose instances are its fragments (a task instance's fragments count once). ``main_apart``
+    keys main's code as "main (program)", apart from a task that happens to be named main."""
     count: dict[str, int] = defaultdict(int)
     work: dict[str, int] = defaultdict(int)
     for t in trace.tasks:
-        count[t.name] += t.is_main or t.starts_instance
-        work[t.name] += t.instructions
+        name = PROGRAM if main_apart and t.is_main else t.name
+        count[name] += t.is_main or t.starts_instance
+        work[name] += t.instructions
     return sorted(((n, count[n], work[n]) for n in count), key=lambda r: (-r[2], r[0]))
 
 
