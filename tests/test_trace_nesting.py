@@ -3,10 +3,13 @@ creation, exactly like main; exact fragment tables, schedule edges and critical 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
-from conftest import write_c
+import pytest
+
+from conftest import EXAMPLES, write_c
 from tareador.replay.dag import dag_from_trace, simulate
 from tareador.taskgraph.metrics import schedule_edges
 from tareador.tracing.run import trace
@@ -195,3 +198,57 @@ def test_graph_draws_a_parent_as_the_box_of_its_fragments(compile_c, tmp_path):
     assert set(re.findall(r"^\s*(\d+) -> (\d+)", text, re.M)) == {("1", "2"), ("2", "3")}
     assert "main #" not in text
     assert "<svg" in (Path(out) / "graph.svg").read_text()
+
+
+def treesum_fragments(levels: int) -> tuple[list[tuple[str, int, int]], set[tuple[int, int]]]:
+    """examples/treesum's fragments (name, instance, parent) in creation order and its RAW edges
+    through sum[], derived from the recursion as its header comment states them."""
+    frags: list[tuple[str, int, int]] = [("main", 0, -1)]
+    raw: set[tuple[int, int]] = set()
+    leaves = 1 << levels
+
+    def reduce(node: int, creator: int) -> int:
+        """Appends the task's fragments; returns the id of its last one (the one that writes sum[node])."""
+        first = len(frags)
+        if node >= leaves:
+            frags.append(("leaf", first, creator))
+            return first
+        frags.append(("split", first, creator))
+        ends = []
+        for child in (2 * node, 2 * node + 1):
+            ends.append(reduce(child, len(frags) - 1))
+            frags.append(("split", first, creator))
+        raw.update((end, len(frags) - 1) for end in ends)
+        return len(frags) - 1
+
+    root_end = reduce(1, 0)
+    frags.append(("main", 0, -1))
+    raw.add((root_end, len(frags) - 1))
+    return frags, raw
+
+
+@pytest.mark.parametrize("levels", [1, 2, 3])
+def test_treesum_example_exact_dag(compile_c, tmp_path, capsys, levels):
+    """Nesting 1 to 3 deep, end to end: fragments, RAW edges, T-inf, and the Dimemas traces."""
+    from tareador.cli.main import main
+
+    exe = compile_c(EXAMPLES / "treesum" / "treesum.c")
+    t = trace([str(exe), str(levels), "32"], tmp_path / "t", progress=False)
+    frags, raw = treesum_fragments(levels)
+    assert rows(t) == frags
+    sums = [o.name for o in t.objects if o.site.endswith("treesum.c:49)")]
+    assert len(sums) == 1
+    assert {(s, d) for s, d, obj, b in raw_edges(t) if obj == sums[0]} == raw
+    assert all(b == 8 for s, d, obj, b in raw_edges(t) if obj == sums[0])
+    edges = schedule_edges(t.tasks, t.deps)
+    w = {x.id: x.instructions for x in t.tasks}
+    assert t.tinf == longest(w, edges)
+    leaves = [x.instructions for x in t.tasks if x.name == "leaf"]
+    assert t.tinf <= t.t1 - (len(leaves) - 1) * min(leaves)  # the leaves overlap
+    assert main(["simulate", t.path, "--cores", "inf", "--overhead", "0", "--dim", "-o", str(tmp_path)]) == 0
+    capsys.readouterr()
+    machine = tmp_path / "wide.toml"
+    machine.write_text(f"[cpu]\ncores_per_node = {len(t.tasks)}\n")
+    for dim, expected in (("ompss.dim", t.tinf), ("authentic.dim", t.t1)):
+        assert main(["replay", str(tmp_path / dim), "--machine", str(machine), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["makespan"] == pytest.approx(expected / 1e9, rel=1e-9)
