@@ -252,3 +252,24 @@ def test_treesum_example_exact_dag(compile_c, tmp_path, capsys, levels):
     for dim, expected in (("ompss.dim", t.tinf), ("authentic.dim", t.t1)):
         assert main(["replay", str(tmp_path / dim), "--machine", str(machine), "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["makespan"] == pytest.approx(expected / 1e9, rel=1e-9)
+
+
+def test_progress_counts_task_instances_not_fragments(compile_c, tmp_path):
+    from tareador.tracing.driver import run_agent
+
+    exe = compile_c(write_c(tmp_path, "progress", PRELUDE + """
+#include <unistd.h>
+int x;
+int main(void) {
+  tareador_ON();
+  tareador_start_task("parent");
+  T("child", x = 1);
+  T("child", x = 2);
+  tareador_end_task("parent");
+  tareador_OFF();
+  usleep(1200 * 1000);
+  return 0;
+}"""))
+    seen = []
+    run_agent([str(exe)], progress=seen.append)
+    assert seen and seen[-1]["tasks"] == 3  # parent and two children; 7 fragments with main's

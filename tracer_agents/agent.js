@@ -94,11 +94,11 @@ function loadNative(options) {
     state: lib.getExportByName('tr_state'),
     statusFn: fn(lib, 'tr_status', 'void', ['pointer']),
     status() {
-      const out = Memory.alloc(64);
+      const out = Memory.alloc(72);
       this.statusFn(out);
       const v = i => out.add(8 * i).readU64().toNumber();
       return { accesses: v(0), flushes: v(1), tasks: v(2), error: v(3), errorTask: v(4), errorName: v(5),
-        errorSite: out.add(48).readPointer(), instructions: v(7) };
+        errorSite: out.add(48).readPointer(), instructions: v(7), instances: v(8) };
     },
   };
   const stack = mainThreadStack();
@@ -276,7 +276,7 @@ rpc.exports = {
   progress() {
     if (native === null) return null;
     const status = native.shadow.status();
-    return { tasks: status.tasks, accesses: status.accesses };
+    return { tasks: status.instances, accesses: status.accesses };
   },
   interrupt() {
     finish({ kind: 'interrupt' });

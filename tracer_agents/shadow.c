@@ -103,6 +103,7 @@ static SplitGranule *splits; static uint64_t split_count, split_capacity;
 static uint32_t split_free;   /* free slots, linked through writer[0]; slot + 1, 0 = none */
 static uint32_t open_tasks[MAX_DEPTH];   /* instance ids of the open tasks, innermost last */
 static uint32_t main_instance = NO_PARENT;
+static uint64_t instance_count;   /* task instances, not counting main or later fragments */
 static uint64_t open_private_top[MAX_DEPTH];
 static const char *names[MAX_NAMES]; static uint32_t name_count;
 static uint64_t last_switch;
@@ -471,6 +472,7 @@ static int64_t new_fragment(uint32_t name, uint32_t parent, uint32_t instance) {
   TaskRow *t = &tasks[task_count];
   t->name = name; t->parent = parent; t->pad = 0;
   t->instance = instance == NO_PARENT ? (uint32_t) task_count : instance;
+  instance_count += instance == NO_PARENT && parent != NO_PARENT;
   t->start = t->end = tr_state.instructions; t->instructions = 0;
   return (int64_t) task_count++;
 }
@@ -620,10 +622,10 @@ TaskRow *tr_tasks(uint64_t *count) { *count = task_count; return tasks; }
 ObjectRow *tr_objects(uint64_t *count) { *count = object_count; return objects; }
 EdgeRow *tr_edges(uint64_t *count) { *count = edge_count; return edges; }
 /* Counters and the first annotation error, for progress reports and the final summary. */
-void tr_status(uint64_t out[8]) {
+void tr_status(uint64_t out[9]) {
   out[0] = tr_state.accesses; out[1] = tr_state.flushes; out[2] = task_count;
   out[3] = tr_state.error; out[4] = tr_state.error_task; out[5] = tr_state.error_name;
-  out[6] = tr_state.error_site; out[7] = tr_state.instructions;
+  out[6] = tr_state.error_site; out[7] = tr_state.instructions; out[8] = instance_count;
 }
 const char *tr_name(uint32_t i) { return i < name_count ? names[i] : NULL; }
 uint32_t tr_name_count(void) { return name_count; }
