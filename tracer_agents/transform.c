@@ -44,14 +44,14 @@ static int scale_bits (int scale)
   return scale == 8 ? 3 : scale == 4 ? 2 : scale == 2 ? 1 : 0;
 }
 
-/* lea rax, [base + index*scale + disp32]; base or index may be absent (-1). */
-static void put_lea_rax (GumX86Writer * w, int base, int index, int scale, gint32 disp)
+/* lea dst, [base + index*scale + disp32]; base or index may be absent (-1). */
+static void put_lea (GumX86Writer * w, int dst, int base, int index, int scale, gint32 disp)
 {
   guint8 code[8];
   int idx = index < 0 ? 4 : (index & 7);
-  code[0] = 0x48 | (index >= 8 ? 0x02 : 0) | (base >= 8 ? 0x01 : 0);
+  code[0] = 0x48 | (dst >= 8 ? 0x04 : 0) | (index >= 8 ? 0x02 : 0) | (base >= 8 ? 0x01 : 0);
   code[1] = 0x8d;
-  code[2] = base < 0 ? 0x04 : 0x84;
+  code[2] = (guint8) ((base < 0 ? 0x04 : 0x84) | ((dst & 7) << 3));
   code[3] = (guint8) ((scale_bits (scale) << 6) | (idx << 3) | (base < 0 ? 5 : (base & 7)));
   *(gint32 *) (code + 4) = disp;
   gum_x86_writer_put_bytes (w, code, 8);
@@ -82,7 +82,7 @@ static void put_address (GumX86Writer * w, const cs_insn * insn, const x86_op_me
   }
   int base = m->base == X86_REG_INVALID ? -1 : register_number (m->base);
   int index = m->index == X86_REG_INVALID ? -1 : register_number (m->index);
-  put_lea_rax (w, base, index, m->scale, (gint32) (m->disp + (base == 4 ? RED_ZONE + 16 : 0)));
+  put_lea (w, 0 /* rax */, base, index, m->scale, (gint32) (m->disp + (base == 4 ? RED_ZONE + 16 : 0)));
 }
 
 static gboolean is_repeated_string (const cs_insn * insn)
@@ -95,6 +95,23 @@ static gboolean is_repeated_string (const cs_insn * insn)
       g_str_has_prefix (m, "cmps") || g_str_has_prefix (m, "scas") || g_str_has_prefix (m, "rep");
 }
 
+/* A repeated string instruction covers rcx elements from its operand's register, upwards, or
+ * downwards when the direction flag is set (then the range ends at the register's element). Its
+ * start goes to rax, its byte count to rbx; the flags are kept with pushf/popf, cheap beside the
+ * string instruction itself. */
+static void put_string_range (GumX86Writer * w, guint element)
+{
+  static const guint8 test_direction[] = { 0xf6, 0x44, 0x24, 0x01, 0x04 };   /* test byte [rsp+1], 4: DF */
+  gum_x86_writer_put_pushfx (w);
+  put_lea (w, 3 /* rbx */, -1, 1 /* rcx */, element, 0);
+  gum_x86_writer_put_bytes (w, test_direction, sizeof (test_direction));
+  gconstpointer upwards = gum_x86_writer_cur (w);
+  gum_x86_writer_put_jcc_short_label (w, X86_INS_JE, upwards, GUM_NO_HINT);
+  gum_x86_writer_put_sub_reg_reg (w, GUM_X86_RAX, GUM_X86_RBX);
+  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RAX, GUM_X86_RAX, element);
+  gum_x86_writer_put_label (w, upwards);
+}
+
 static void put_record (GumX86Writer * w, const cs_insn * insn, const cs_x86_op * op, gboolean write,
     gboolean repeated)
 {
@@ -102,18 +119,29 @@ static void put_record (GumX86Writer * w, const cs_insn * insn, const cs_x86_op 
   gum_x86_writer_put_push_reg (w, GUM_X86_RAX);
   gum_x86_writer_put_push_reg (w, GUM_X86_RBX);
   put_address (w, insn, &op->mem);
+  guint32 flags = write ? ACCESS_WRITE : 0;
+  if (repeated)
+  {
+    put_string_range (w, op->size);
+    gum_x86_writer_put_push_reg (w, GUM_X86_RDX);
+    put_lea (w, 2 /* rdx */, 3 /* rbx */, -1, 1, (gint32) flags);
+  }
   gum_x86_writer_put_mov_reg_address (w, GUM_X86_RBX, GUM_ADDRESS (&tr_state));
   gum_x86_writer_put_mov_reg_reg_ptr (w, GUM_X86_RBX, GUM_X86_RBX);
   gum_x86_writer_put_mov_reg_ptr_reg (w, GUM_X86_RBX, GUM_X86_RAX);
-  guint32 flags = write ? ACCESS_WRITE : 0;
   if (repeated)
-    put_lea_rax (w, -1, 1 /* rcx */, op->size, (gint32) flags);
+    gum_x86_writer_put_mov_reg_reg (w, GUM_X86_RAX, GUM_X86_RDX);
   else
     gum_x86_writer_put_mov_reg_u32 (w, GUM_X86_EAX, flags | op->size);
   gum_x86_writer_put_mov_reg_offset_ptr_reg (w, GUM_X86_RBX, 8, GUM_X86_RAX);
   gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RBX, GUM_X86_RBX, 16);
   gum_x86_writer_put_mov_reg_address (w, GUM_X86_RAX, GUM_ADDRESS (&tr_state));
   gum_x86_writer_put_mov_reg_ptr_reg (w, GUM_X86_RAX, GUM_X86_RBX);
+  if (repeated)
+  {
+    gum_x86_writer_put_pop_reg (w, GUM_X86_RDX);
+    gum_x86_writer_put_popfx (w);
+  }
   gum_x86_writer_put_pop_reg (w, GUM_X86_RBX);
   gum_x86_writer_put_pop_reg (w, GUM_X86_RAX);
   gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, RED_ZONE);
@@ -140,7 +168,8 @@ static guint access_of (const cs_insn * insn, int i, const cs_x86_op * op)
   return op->access ? op->access : CS_AC_READ;
 }
 
-/* Returns the number of records the instruction appends. */
+/* Returns the number of records the instruction appends. Reads come first: an instruction reads
+ * its operands before it writes, which matters when they overlap (memmove's rep movsb). */
 static guint put_accesses (GumX86Writer * w, const cs_insn * insn)
 {
   const cs_x86 * x = &insn->detail->x86;
@@ -148,15 +177,15 @@ static guint put_accesses (GumX86Writer * w, const cs_insn * insn)
   if (touches_no_memory (insn))
     return 0;
   gboolean repeated = is_repeated_string (insn);
-  for (int i = 0; i < x->op_count; i++)
-  {
-    const cs_x86_op * op = &x->operands[i];
-    if (op->type != X86_OP_MEM || op->size == 0 || !is_analysable (&op->mem))
-      continue;
-    guint access = access_of (insn, i, op);
-    if (access & CS_AC_READ) { put_record (w, insn, op, FALSE, repeated); records++; }
-    if (access & CS_AC_WRITE) { put_record (w, insn, op, TRUE, repeated); records++; }
-  }
+  for (guint kind = CS_AC_READ; kind <= CS_AC_WRITE; kind <<= 1)
+    for (int i = 0; i < x->op_count; i++)
+    {
+      const cs_x86_op * op = &x->operands[i];
+      if (op->type != X86_OP_MEM || op->size == 0 || !is_analysable (&op->mem) || !(access_of (insn, i, op) & kind))
+        continue;
+      put_record (w, insn, op, kind == CS_AC_WRITE, repeated);
+      records++;
+    }
   return records;
 }
 
