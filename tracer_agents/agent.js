@@ -13,6 +13,7 @@ const MARK = { ON: 1, OFF: 2, START: 3, END: 4, DISABLE: 5, ENABLE: 6 };
 const MARKER_NAMES = ['', 'tareador_ON', 'tareador_OFF', 'tareador_start_task', 'tareador_end_task',
   'tareador_disable_object', 'tareador_enable_object'];
 const STACK_SPAN = 8 * 1024 * 1024;
+const ADDR_NO_RANDOMIZE = 0x0040000;
 /* Globals that the C runtime or libc put into the executable: never user data. */
 const RUNTIME_GLOBALS = new Set(['stdin', 'stdout', 'stderr', 'environ', '__environ', 'completed.0',
   'optarg', 'optind', 'opterr', 'optopt', 'program_invocation_name', 'program_invocation_short_name']);
@@ -259,6 +260,13 @@ function install() {
   });
 }
 
+/* The driver spawns the program without ASLR so that libc's alignment-dependent paths, and so
+ * the instruction counts, repeat from run to run; say so when that failed. */
+function checkFixedAddresses() {
+  if (!(parseInt(File.readAllText('/proc/self/personality'), 16) & ADDR_NO_RANDOMIZE))
+    warnings.push('ASLR could not be disabled (is setarch missing, or personality() forbidden?): instruction counts may differ from run to run');
+}
+
 /* Ctrl-C reaches the whole process group: let the driver stop the program after collecting
  * what was traced, instead of the program dying with it. */
 function ignoreInterrupt() {
@@ -269,6 +277,7 @@ function ignoreInterrupt() {
 rpc.exports = {
   init(options) {
     native = loadNative(options);
+    checkFixedAddresses();
     install();
     ignoreInterrupt();
     return { markers: native.markers.slice(1).map(a => a !== null) };

@@ -8,19 +8,51 @@ from __future__ import annotations
 
 import ctypes
 import os
+import platform
+import queue
 import shutil
+import sys
 import threading
 from dataclasses import dataclass, field
-
-import frida
 
 from tareador.tracing import toolchain
 
 BUFFER_RECORDS = 1 << 16  # 1 MiB of records: stays in cache between the inline writes and the analysis
 ADDR_NO_RANDOMIZE = 0x0040000
+PERSONALITY_QUERY = 0xFFFFFFFF
+
+
+def _personality(persona: int) -> int:
+    """personality(2) of the calling thread; returns the previous one, -1 if unavailable."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).personality(persona)
+    except (OSError, AttributeError):
+        return -1
+
+
+def _import_frida():
+    """Same addresses every run keep libc's alignment-dependent paths, and so the instruction
+    counts, identical from run to run. Frida forks the programs it spawns from threads it starts
+    when imported, and a child inherits the personality of the thread that forked it: those
+    threads, and only them, get ADDR_NO_RANDOMIZE. When frida was imported before tareador
+    (a notebook), _spawn falls back to setarch."""
+    previous = _personality(PERSONALITY_QUERY)
+    if previous == -1 or "frida" in sys.modules:
+        import frida
+        return frida
+    _personality(previous | ADDR_NO_RANDOMIZE)
+    try:
+        import frida
+    finally:
+        _personality(previous)
+    return frida
+
+
 # glibc would pick AVX-512 string functions on CPUs that have them; their masked stores cannot be
 # sized exactly from the instruction, so ask for the SSE2/AVX2 variants instead.
 GLIBC_TUNABLES = "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD"
+
+frida = _import_frida()
 
 
 class TracingError(Exception):
@@ -51,16 +83,48 @@ def check_program(argv: list[str]) -> str:
     return os.path.abspath(path)
 
 
-def _disable_aslr() -> None:
-    """Same addresses every run keep libc's alignment-dependent paths, and so the instruction
-    counts, identical from run to run. Inherited by the process Frida spawns."""
+def _aslr_disabled(pid: int) -> bool:
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        current = libc.personality(0xFFFFFFFF)
-        if current != -1:
-            libc.personality(current | ADDR_NO_RANDOMIZE)
-    except (OSError, AttributeError):
-        pass
+        with open(f"/proc/{pid}/personality") as f:
+            return bool(int(f.read(), 16) & ADDR_NO_RANDOMIZE)
+    except (OSError, ValueError):
+        return False
+
+
+def _spawn(device, argv: list[str], env: dict) -> int:
+    """The program, stopped before its first instruction, with ASLR disabled if at all possible
+    (the agent warns otherwise)."""
+    pid = device.spawn(argv, env=env, stdio="inherit")
+    setarch = shutil.which("setarch")
+    if _aslr_disabled(pid) or setarch is None:
+        return pid
+    _kill(device, pid)
+    pid = _exec_through(device, [setarch, platform.machine(), "-R"] + argv, env)
+    return pid if pid is not None else device.spawn(argv, env=env, stdio="inherit")
+
+
+def _exec_through(device, argv: list[str], env: dict) -> int | None:
+    """Spawn a launcher that execs the program, and catch the program at its exec (Frida's child
+    gating suspends the new image before it runs); None if the launcher ended without exec."""
+    execs: queue.Queue = queue.Queue()
+
+    def on_child(child):
+        if child.origin == "exec":
+            execs.put(child.pid)
+
+    def on_detached(reason, crash):
+        if reason != "process-replaced":
+            execs.put(None)
+
+    device.on("child-added", on_child)
+    try:
+        launcher = device.attach(device.spawn(argv, env=env, stdio="inherit"))
+        launcher.on("detached", on_detached)
+        launcher.enable_child_gating()
+        device.resume(launcher.pid)
+        return execs.get()
+    finally:
+        device.off("child-added", on_child)
 
 
 def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RECORDS,
@@ -68,7 +132,6 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
     """Spawn argv under the agent; returns the agent's result (or what is known if none came)."""
     path = check_program(argv)
     sources = toolchain.agent_sources()
-    _disable_aslr()
     env = {"LD_BIND_NOW": "1", "GLIBC_TUNABLES": GLIBC_TUNABLES}
     device = frida.get_local_device()
     done = threading.Event()
@@ -90,7 +153,7 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
         done.set()
 
     try:
-        pid = device.spawn([path] + list(argv[1:]), env=env, stdio="inherit")
+        pid = _spawn(device, [path] + list(argv[1:]), env)
     except frida.ExecutableNotFoundError:
         raise TracingError(f"'{argv[0]}' could not be started") from None
     session = device.attach(pid)
