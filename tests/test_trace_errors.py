@@ -90,6 +90,35 @@ def test_crash_keeps_the_partial_trace(capsys, tmp_path, compile_c):
     assert {(d.src, d.dst, d.object, d.bytes) for d in t.deps if d.kind == "RAW" and d.object == "data"} == {(1, 3, "data", 32)}
 
 
+CRASH_IN_A_FUNCTION = r"""
+#include "tareador.h"
+int data[8];
+void poke(int *p, int i) {
+  data[i] = i;
+  p[i] = i;  /* the NULL write */
+}
+int main(void) {
+  tareador_ON();
+  for (int i = 0; i < 3; i++) {
+    tareador_start_task("poke");
+    poke(i < 2 ? data : 0, i);
+    tareador_end_task("poke");
+  }
+  tareador_OFF();
+  return 0;
+}
+"""
+
+
+def test_a_crash_inside_a_task_names_the_function_and_line(capsys, tmp_path, compile_c):
+    exe = compile_c(write_c(tmp_path, "poke", CRASH_IN_A_FUNCTION))
+    line = CRASH_IN_A_FUNCTION.splitlines().index("  p[i] = i;  /* the NULL write */") + 1
+    assert run_cli("-o", tmp_path / "t", "--", exe) == 1
+    where = f"in poke (poke.c:{line})"
+    assert where in one_line_error(capsys)
+    assert where in load(tmp_path / "t").summary["ending"]
+
+
 def test_nonzero_exit_is_reported_with_a_complete_trace(capsys, tmp_path, compile_c):
     src = write_c(tmp_path, "fails", TWO_TASKS.replace("return 0;", "return 3;") % "")
     exe = compile_c(src)

@@ -92,6 +92,7 @@ function loadNative(options) {
     edges: fn(lib, 'tr_edges', 'pointer', ['pointer']),
     name: fn(lib, 'tr_name', 'pointer', ['uint32']),
     nameCount: fn(lib, 'tr_name_count', 'uint32', []),
+    original: fn(lib, 'tr_original', 'pointer', ['pointer']),
     state: lib.getExportByName('tr_state'),
     statusFn: fn(lib, 'tr_status', 'void', ['pointer']),
     status() {
@@ -126,6 +127,7 @@ function loadNative(options) {
     tr_state: shadow.state,
     tr_flush_callout: lib.getExportByName('tr_flush_callout'),
     tr_marker: lib.getExportByName('tr_marker'),
+    tr_translated: lib.getExportByName('tr_translated'),
     tareador_code_ranges: rangesBuffer(codeRanges(analysed)),
     tareador_user_ranges: rangesBuffer(codeRanges(program)),
     tareador_markers: markers,
@@ -167,6 +169,14 @@ function describe(address) {
   const m = Process.findModuleByAddress(address);
   return { function: s.name || '', file: s.fileName ? s.fileName.split('/').pop() : '', line: s.lineNumber || 0,
     module: s.moduleName || '', path: m ? m.path : '', offset: m ? address.sub(m.base).toInt32() : 0 };
+}
+
+/* Under Stalker a fault happens in Frida's copy of the code, outside every module: name the
+ * instruction it copies. */
+function originalAddress(address) {
+  if (Process.findModuleByAddress(address) !== null) return address;
+  const original = native.shadow.original(address);
+  return original.isNull() ? address : original;
 }
 
 function table(getter, rowSize) {
@@ -255,7 +265,7 @@ function install() {
   if (create !== null) Interceptor.attach(create, { onEnter() { threadsCreated++; } });
   Process.setExceptionHandler(details => {
     finish({ kind: 'crash', signal: details.type, address: details.address.toString(),
-      where: describe(details.address) });
+      where: describe(originalAddress(details.address)) });
     return false;
   });
 }

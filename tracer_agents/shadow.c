@@ -617,6 +617,34 @@ int tr_init(uint64_t buffer_records, uint64_t stack_low, uint64_t stack_high) {
   return 0;
 }
 
+/* ---- where Stalker put each instruction, so that a crash in the copy names the original ---- */
+
+typedef struct { uint64_t translated, original; } Translation;
+static Translation *translations; static uint64_t translation_count, translation_capacity;
+
+/* Called by the transform for every instruction it compiles (once per block, not per run). */
+void tr_translated(uint64_t translated, uint64_t original) {
+  if (translation_count == translation_capacity) {
+    Translation *grown = grow(translations, &translation_capacity, sizeof(Translation));
+    if (!grown) return;
+    translations = grown;
+  }
+  translations[translation_count].translated = translated;
+  translations[translation_count++].original = original;
+}
+
+/* The original of the instruction whose copy starts nearest below pc, 0 if none. The newest
+ * copy wins a tie: Stalker recompiles blocks in place. */
+uint64_t tr_original(uint64_t pc) {
+  uint64_t best = 0, distance = UINT64_MAX;
+  for (uint64_t i = translation_count; i-- > 0;)
+    if (pc >= translations[i].translated && pc - translations[i].translated < distance) {
+      distance = pc - translations[i].translated;
+      best = translations[i].original;
+    }
+  return best;
+}
+
 /* Accessors for the agent, which copies the tables out at the end of the run. */
 TaskRow *tr_tasks(uint64_t *count) { *count = task_count; return tasks; }
 ObjectRow *tr_objects(uint64_t *count) { *count = object_count; return objects; }

@@ -19,6 +19,7 @@ typedef struct { gpointer cursor; gpointer limit; guint64 instructions; } Tracer
 extern TracerStateHead tr_state;
 extern void tr_flush_callout (GumCpuContext * cpu, gpointer data);
 extern void tr_marker (guint kind, guint64 argument, guint64 sp, guint64 return_address, guint64 rbp);
+extern void tr_translated (guint64 translated, guint64 original);
 /* Filled by the agent: [start, end) pairs of code to analyse, ended by a 0 pair; and the
  * addresses of the marker functions indexed by marker kind (0 where absent). */
 extern guint64 tareador_code_ranges[];
@@ -275,6 +276,7 @@ void transform (GumStalkerIterator * it, GumStalkerOutput * output, gpointer use
       }
       unchecked += put_accesses (w, insn);
     }
+    tr_translated (w->pc, insn->address);
     gum_stalker_iterator_keep (it);
   }
   if (count_patch != NULL)
