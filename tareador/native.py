@@ -26,6 +26,12 @@ def cache_root() -> Path:
     return Path(base)
 
 
+def data_root() -> Path:
+    """Per-user files that must outlive the cache: what built programs are linked against."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    return Path(base) / "tareador"
+
+
 def compiler() -> str:
     cc = os.environ.get("CC", "cc")
     if shutil.which(cc) is None:
@@ -51,4 +57,18 @@ def build(name: str, sources: list[Path], commands) -> Path:
             if result.returncode != 0:
                 raise ToolchainError(f"building {name} failed: {' '.join(map(str, cmd))}\n{result.stderr.strip()}")
         os.replace(built, target)
+    return target
+
+
+def install(built: Path, directory: Path) -> Path:
+    """A copy of a built file at a stable path, replaced atomically when the build changes
+    (a running program keeps the copy it mapped)."""
+    target = directory / built.name
+    if target.exists() and target.read_bytes() == built.read_bytes():
+        return target
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=directory) as tmp:
+        copy = Path(tmp) / built.name
+        shutil.copy2(built, copy)
+        os.replace(copy, target)
     return target

@@ -11,6 +11,7 @@ import os
 import platform
 import queue
 import shutil
+import struct
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from tareador.tracing import toolchain
 BUFFER_RECORDS = 1 << 16  # 1 MiB of records: stays in cache between the inline writes and the analysis
 ADDR_NO_RANDOMIZE = 0x0040000
 PERSONALITY_QUERY = 0xFFFFFFFF
+ELFCLASS64, EM_X86_64, ET_REL, ET_EXEC, ET_DYN, PT_INTERP = 2, 62, 1, 2, 3, 3
 
 
 def _personality(persona: int) -> int:
@@ -77,10 +79,34 @@ def check_program(argv: list[str]) -> str:
         raise TracingError(f"program '{program}' not found: check the path (use ./{program} for a local file)")
     if os.path.isdir(path) or not os.access(path, os.X_OK):
         raise TracingError(f"'{program}' is not an executable file: build it first (e.g. make) or chmod +x it")
-    with open(path, "rb") as f:
-        if f.read(4) != b"\x7fELF":
-            raise TracingError(f"'{program}' is not an ELF executable: tareador traces compiled C programs")
+    problem = _elf_problem(path)
+    if problem:
+        raise TracingError(f"'{program}' {problem}")
     return os.path.abspath(path)
+
+
+def _elf_problem(path: str) -> str | None:
+    """Why Frida cannot run this file as a traced program, or None."""
+    with open(path, "rb") as f:
+        header = f.read(64)
+        if header[:4] != b"\x7fELF" or len(header) < 64:
+            return "is not an ELF executable: tareador traces compiled C programs"
+        e_type, e_machine = struct.unpack_from("<HH", header, 16)
+        phoff, = struct.unpack_from("<Q", header, 32)
+        phentsize, phnum = struct.unpack_from("<HH", header, 54)
+        if header[4] != ELFCLASS64 or e_machine != EM_X86_64:
+            return "is not an x86-64 program: tareador traces x86-64 Linux programs"
+        if e_type == ET_REL:
+            return "is an object file, not a program: link it first (cc prog.o -o prog $(tareador config --libs))"
+        if e_type not in (ET_EXEC, ET_DYN):
+            return "is not an executable ELF file: tareador traces compiled C programs"
+        f.seek(phoff)
+        segments = f.read(phentsize * phnum)
+    interpreter = struct.pack("<I", PT_INTERP)
+    if not any(segments[i:i + 4] == interpreter for i in range(0, len(segments), max(phentsize, 1))):
+        return ("is statically linked, and Frida cannot be loaded into a static program: link it without -static "
+                "($(tareador config --static-libs) alone still puts the markers inside the program)")
+    return None
 
 
 def _aslr_disabled(pid: int) -> bool:
@@ -132,6 +158,7 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
     """Spawn argv under the agent; returns the agent's result (or what is known if none came)."""
     path = check_program(argv)
     sources = toolchain.agent_sources()
+    toolchain.installed_annotation_library()
     env = {"LD_BIND_NOW": "1", "GLIBC_TUNABLES": GLIBC_TUNABLES}
     device = frida.get_local_device()
     done = threading.Event()
@@ -154,9 +181,12 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
 
     try:
         pid = _spawn(device, [path] + list(argv[1:]), env)
+        session = device.attach(pid)
     except frida.ExecutableNotFoundError:
         raise TracingError(f"'{argv[0]}' could not be started") from None
-    session = device.attach(pid)
+    except (frida.NotSupportedError, frida.ProcessNotFoundError):
+        raise TracingError(f"'{argv[0]}' ended before it could be traced: if the loader says above that it cannot "
+                           "find libtareador.so, relink the program with $(tareador config --libs)") from None
     session.on("detached", on_detached)
     script = session.create_script(sources.script)
     script.on("message", on_message)
@@ -172,7 +202,8 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
         })
     except (frida.core.RPCException, frida.InvalidOperationError) as e:
         device.kill(pid)
-        raise TracingError(f"the tracer could not be installed in '{argv[0]}': {e}") from None
+        reason = str(e).splitlines()[0].removeprefix("Error: ")  # the agent's message, not its JS stack
+        raise TracingError(f"the tracer could not be installed in '{argv[0]}': {reason}") from None
     device.resume(pid)
     try:
         while not done.wait(0.5):

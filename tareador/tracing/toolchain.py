@@ -2,7 +2,9 @@
 library the agent loads into the traced process.
 
 Both are compiled on first use into tareador's build cache (see tareador.native). Programs are
-linked with an rpath to that directory: they run without LD_LIBRARY_PATH.
+linked with an rpath to a copy of the annotation library outside the cache, in tareador's
+per-user data directory: they run without LD_LIBRARY_PATH, and clearing the cache does not
+break them.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tareador.native import ToolchainError, build, compiler
+from tareador.native import ToolchainError, build, compiler, data_root, install
 
 
 def source_root() -> Path:
@@ -43,6 +45,12 @@ def annotation_library(static: bool = False) -> Path:
                  lambda out, tmp: [[cc, "-O2", "-fPIC", "-shared", str(src), "-o", str(out)]])
 
 
+def installed_annotation_library() -> Path:
+    """The shared annotation library programs are linked against; `tareador config` and every
+    trace put it back if it was removed."""
+    return install(annotation_library(), data_root() / "lib")
+
+
 def analysis_library() -> Path:
     src = agents_dir() / "shadow.c"
     return build("libtareador_shadow.so", [src],
@@ -68,7 +76,7 @@ def cflags() -> str:
 
 
 def libs(static: bool = False) -> str:
-    lib = annotation_library(static)
     if static:
-        return str(lib)
-    return f"-L{lib.parent} -Wl,-rpath,{lib.parent} -ltareador"
+        return str(annotation_library(static=True))
+    directory = installed_annotation_library().parent
+    return f"-L{directory} -Wl,-rpath,{directory} -ltareador"
