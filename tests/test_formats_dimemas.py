@@ -73,3 +73,19 @@ def test_corrupt_files_name_file_and_line(tmp_path, edit, expected):
 def test_missing_file(tmp_path):
     with pytest.raises(DimError, match="cannot read"):
         read_dim(tmp_path / "none.dim")
+
+
+@pytest.mark.parametrize("record,expected", [
+    ("2:0:0:1:8:4294967301:0:0", "tag 4294967301 is outside -2147483648..2147483647"),
+    ("2:0:0:1:8:5:4294967296:0", "communicator 4294967296 is outside -2147483648..2147483647"),
+    ("2:0:0:4294967297:8:5:0:0", "partner task 4294967297 is outside 0..1"),
+    ("2:0:0:1:0:8:5:0:257", "send sync / receive type 257 is outside 0..3"),
+    ("20:0:0:4294974299:1", "event type 4294974299 is outside -2147483648..2147483647"),
+])
+def test_fields_beyond_32_bits_are_refused_not_wrapped(tmp_path, record, expected):
+    """Wrapped to 32 bits, the tag would be 5 and match the receive's tag 5 (likewise comm 0,
+    partner task 1, sync mode 1, event type 7003)."""
+    path = write_dim(tmp_path / "w.dim", "w", [1, 1], [f"1:0:0:0.0\n{record}\n", "1:1:0:0.0\n3:1:0:0:8:5:0:0\n"])
+    with pytest.raises(DimError) as e:
+        read_dim(path)
+    assert str(e.value).startswith(f"{path}:3: {expected}: ")

@@ -398,19 +398,33 @@ def _parse_chunk(data: bytes, words: np.ndarray, start: int, stop: int, row: int
         fail(int(burst_rows[wrong[0]]), "the CPU burst duration is not a number of seconds >= 0")
 
     out = {k: c[row:row + nlines] for k, c in cols.items()}
+
+    def put(column: str, rows: np.ndarray, values, what: str, low: int | None = None, high: int | None = None):
+        """Store values in a narrower column, refusing those it cannot hold rather than wrapping
+        them (a tag 2^32 + 5 must not match tag 5)."""
+        info = np.iinfo(out[column].dtype)
+        low, high = info.min if low is None else low, info.max if high is None else high
+        bad = np.flatnonzero((values < low) | (values > high))
+        if len(bad):
+            fail(int(rows[bad[0]]), f"{what} {int(values[bad[0]])} is outside {low}..{high}")
+        out[column][rows] = values
+
     g = base[task] + thread
     out["op"][:], out["gthread"][:] = op, g
     out["secs"][burst_rows] = secs
     for n, thread_aware in ((9, True), (8, False)):
         rows = np.flatnonzero(((op == SEND) | (op == RECV)) & (ntok == n))
         tok = first_tok[rows] + 3
-        out["a"][rows] = value[tok]
+        put("a", rows, value[tok], "partner task", 0, len(base) - 2)
         out["b"][rows] = value[tok + 1] if thread_aware else -1
         tok = tok + thread_aware
-        out["size"][rows], out["tag"][rows] = value[tok + 1], value[tok + 2]
-        out["comm"][rows], out["mode"][rows] = value[tok + 3], value[tok + 4]
+        out["size"][rows] = value[tok + 1]
+        put("tag", rows, value[tok + 2], "tag")
+        put("comm", rows, value[tok + 3], "communicator")
+        put("mode", rows, value[tok + 4], "send sync / receive type", 0, 3)
     rows = np.flatnonzero(op == EVENT)
-    out["a"][rows], out["b"][rows] = value[first_tok[rows] + 3], value[first_tok[rows] + 4]
+    put("a", rows, value[first_tok[rows] + 3], "event type")
+    out["b"][rows] = value[first_tok[rows] + 4]
     # Where each thread's records begin in the file, to check the s: trailer against.
     change = np.flatnonzero(np.concatenate([[True], g[1:] != g[:-1]]))[::-1]
     unseen = first_pos[g[change]] < 0
@@ -451,10 +465,8 @@ def _group_by_thread(name: str, threads: list[int], cols: dict, first_line: int,
             raise DimError(f"{path}:{first_line + int(i if order is None else order[i])}: {why}")
 
     comm_op = (op == SEND) | (op == RECV)
-    a, b, mode = cols["a"], cols["b"], cols["mode"]
-    fail_if(comm_op & ((a < 0) | (a >= len(threads))), "partner task outside the trace")
+    a, b = cols["a"], cols["b"]
     fail_if(comm_op & ((b < -1) | (b >= counts[np.clip(a, 0, len(threads) - 1)])), "partner thread outside its task")
-    fail_if(comm_op & ((mode < 0) | (mode > 3)), "send sync / receive type must be 0..3")
     fail_if(comm_op & (cols["size"] < 0), "negative message size")
     g = cols["gthread"]
     if len(g) and (g[1:] < g[:-1]).any():
