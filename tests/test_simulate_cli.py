@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from conftest import ROOT
 from tareador.cli import main as cli
 from tareador.taskgraph.store import save
 from tests.test_replay_dag import fork_join, make
@@ -99,11 +100,20 @@ def test_replay_table(tareador, tmp_path):
     (["simulate", "{trace}", "--machine", "{dir}/bad.toml"], "unknown section [gpu]"),
     (["replay", "{dir}/bad.dim", "--machine", "{dir}/ok.toml"], "bad.dim:1: not a Dimemas trace header"),
     (["replay", "{dir}/none.dim", "--machine", "{dir}/ok.toml"], "cannot read"),
+    (["simulate", "{trace}", "--machine", "{dir}/latin1.toml"], "latin1.toml:2: byte 0xe9 is not UTF-8"),
+    (["simulate", "{trace}", "--machine", "{dir}/latin1.cfg"], "latin1.cfg:2: byte 0xe9 is not UTF-8"),
+    (["simulate", "{trace}", "--machine", "{dir}/half.cfg"],
+     "half.cfg:4: field 4 of 'multi node information' must be a whole number, not 16.5"),
 ])
 def test_bad_input_is_one_line(tareador, trace_dir, tmp_path, argv, message):
     (tmp_path / "bad.toml").write_text("[gpu]\n")
     (tmp_path / "ok.toml").write_text("")
     (tmp_path / "bad.dim").write_text("hello\n")
+    (tmp_path / "latin1.toml").write_bytes(b"[cpu]\n# caf\xe9\ncores_per_node = 2\n")
+    cfg = (ROOT / "examples" / "machines" / "smp_cp.cfg").read_bytes()
+    assert cfg.splitlines()[3].startswith(b'"multi node information" {0, 1, "", 16,')
+    (tmp_path / "latin1.cfg").write_bytes(cfg.replace(b"\n", b"\n/* caf\xe9 */\n", 1))
+    (tmp_path / "half.cfg").write_bytes(cfg.replace(b'"", 16,', b'"", 16.5,'))
     status, _, err = tareador(*(a.format(dir=tmp_path, trace=trace_dir) for a in argv))
     assert status == 2
     assert err.startswith("tareador: ") and message in err and err.count("\n") == 1
@@ -140,4 +150,7 @@ def test_machine_file_sets_the_sweep_and_the_policy(tareador, trace_dir, tmp_pat
     status, out, _ = tareador("simulate", trace_dir, "--machine", machine, "--cores", "2")
     assert "policy fifo" in out
     status, out, _ = tareador("simulate", trace_dir, "--cores", "2")
+    assert "policy cp" in out
+    machine.write_text("")  # names no policy: simulate's own default, not the replay's FIFO
+    status, out, _ = tareador("simulate", trace_dir, "--machine", machine, "--cores", "2")
     assert "policy cp" in out

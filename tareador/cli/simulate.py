@@ -85,7 +85,7 @@ def run(args) -> int:
         raise UserError("--overhead must be >= 0 instructions")
     machine = load_machine_arg(args.machine)
     cores = args.cores or default_cores(machine, args.machine is not None)
-    policy = args.policy or (machine.policy if args.machine and machine.policy in ("cp", "fifo") else "cp")
+    policy = args.policy or (machine.policy if machine.policy in ("cp", "fifo") else "cp")
     try:
         dag = load_dag(args.trace_dir)
         if not dag.n:

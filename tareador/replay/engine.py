@@ -312,7 +312,7 @@ def _loop_arrays(p: _Plan, record: bool) -> dict[str, np.ndarray | None]:
 def _plan_struct(p: _Plan, machine: Machine, arrays: dict, record: bool) -> _PlanStruct:
     """struct plan pointing into ``arrays``, which must outlive the loop."""
     scalars = dict(nthreads=len(p.thread_start) - 1, nmsg=len(p.latency), nkeys=p.nkeys, nnodes=machine.nodes,
-                   cores=machine.cores_per_node, npools=len(p.capacity), policy=POLICIES[machine.policy],
+                   cores=machine.cores_per_node, npools=len(p.capacity), policy=POLICIES[machine.policy or "fifo"],
                    record=int(record), running=RUNNING, waiting_cpu=WAITING_CPU, waiting_message=WAITING_MESSAGE)
     pointers = {name: None if a is None else a.ctypes.data for name, a in arrays.items()}
     return _PlanStruct(**scalars, quantum=machine.quantum * NS, **pointers)

@@ -42,7 +42,7 @@ class Machine:
     in_links: int = 0
     out_links: int = 0
     tasks_per_node: int = 1  # Dimemas' predefined mapping; 0 fills each node's cores
-    policy: str = "fifo"
+    policy: str | None = None  # None: the file names none (replay then queues FIFO, as Dimemas; simulate uses cp)
     quantum: float = 0.0  # seconds, round robin only
 
     @property
@@ -68,12 +68,21 @@ TOML_SECTIONS = {
 }
 
 
+def _read_text(path: Path, what: str) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise MachineError(f"cannot read {what} {path}: {e.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise MachineError(f"{path}:{line}: byte 0x{data[e.start]:02x} is not UTF-8; a {what} is plain text") from None
+
+
 def load_machine(path: str | Path) -> Machine:
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise MachineError(f"cannot read machine file {path}: {e.strerror}") from None
+    text = _read_text(path, "machine file")
     if text.lstrip().startswith("#DIMEMAS_CONFIGURATION"):
         return parse_cfg(text, path)
     return parse_toml(text, path)
@@ -100,7 +109,7 @@ def _checked(values: dict, path) -> Machine:
     types = {f.name: f.type for f in fields(Machine)}
     out = {}
     for key, value in values.items():
-        if types[key] == "str":
+        if key == "policy":
             value = str(value).lower()
         elif isinstance(value, bool) or not isinstance(value, (int, float)):
             raise MachineError(f"{path}: {key} must be a number, not {value!r}")
@@ -116,7 +125,7 @@ def _checked(values: dict, path) -> Machine:
         raise MachineError(f"{path}: nodes and cores_per_node must be at least 1")
     if m.instructions_per_second <= 0 or m.relative_speed <= 0:
         raise MachineError(f"{path}: instructions_per_second and relative_speed must be positive")
-    if m.policy not in POLICIES:
+    if m.policy is not None and m.policy not in POLICIES:
         raise MachineError(f"{path}: policy {m.policy!r} is not one of {', '.join(POLICIES)}")
     if m.policy == "rr" and m.quantum <= 0:
         raise MachineError(f"{path}: the rr policy needs a quantum > 0 (seconds)")
@@ -149,9 +158,12 @@ def parse_cfg(text: str, path: Path | str = "<cfg>") -> Machine:
 
     def num(rec: str, lineno: int, items: list[str], i: int, kind=float):
         try:
-            return kind(float(items[i]))
-        except (IndexError, ValueError, OverflowError):
+            value = float(items[i])
+        except (IndexError, ValueError):
             raise MachineError(f"{path}:{lineno}: field {i + 1} of {rec!r} is not a number") from None
+        if kind is int and not value.is_integer():
+            raise MachineError(f"{path}:{lineno}: field {i + 1} of {rec!r} must be a whole number, not {items[i]}")
+        return kind(value)
 
     if "environment information" not in records:
         raise MachineError(f'{path}: no "environment information" record; is this a Dimemas configuration?')
@@ -199,10 +211,7 @@ def _predefined_mapping(text: str, path, lineno: int) -> int:
 
 def _scheduler_file(path: Path) -> dict:
     """Dimemas scheduler definition: 'Policy: NAME' then 'Label (seconds): value' lines."""
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as e:
-        raise MachineError(f"cannot read the scheduler file {path} named by the configuration: {e.strerror}") from None
+    lines = _read_text(path, "Dimemas scheduler file").splitlines()
     m = re.match(r"\s*Policy:\s*(\S+)", lines[0] if lines else "")
     if not m:
         raise MachineError(f"{path}:1: expected 'Policy: NAME'")
