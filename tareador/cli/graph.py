@@ -6,9 +6,14 @@ import sys
 
 
 def register(subparsers) -> None:
+    import argparse
+
     p = subparsers.add_parser("graph", help="draw the task dependency graph (DOT and SVG)",
-                              description="Write DIR/graph.dot and DIR/graph.svg and print the summary.")
+                              description="Write graph.dot and graph.svg (in DIR, or OUTDIR) and print the summary.",
+                              epilog="example:\n  tareador graph chol.tareador --png -o /tmp/chol-graph",
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace_dir", metavar="DIR", help="trace directory written by 'tareador trace'")
+    p.add_argument("-o", "--output", metavar="OUTDIR", help="where the graph files go (default DIR)")
     p.add_argument("--all-edges", action="store_true", help="also draw transitive edges")
     p.add_argument("--collapse", choices=["auto", "never", "always"], default="auto",
                    help="one node per task type (auto: when there are more than --max-nodes instances)")
@@ -29,7 +34,7 @@ def run(args) -> int:
     trace = load(args.trace_dir)
     formats = ("dot", "svg", "png") if args.png else ("dot", "svg")
     try:
-        outputs = write_graph(trace, args.trace_dir, all_edges=args.all_edges, collapse=args.collapse,
+        outputs = write_graph(trace, args.output or args.trace_dir, all_edges=args.all_edges, collapse=args.collapse,
                               max_nodes=args.max_nodes, show_main=args.show_main, formats=formats,
                               report=lambda message: print(f"tareador: {message}", file=sys.stderr, flush=True))
     except RuntimeError as e:

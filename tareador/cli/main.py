@@ -8,6 +8,7 @@ the user can fix are raised as UserError and printed as one line, never as a tra
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -51,9 +52,19 @@ def main(argv: list[str] | None = None) -> int:
         return 141
     except OSError as e:  # an output directory that cannot be made, a file that cannot be written
         where = f"{e.filename}: " if e.filename else ""
-        print(f"tareador: {where}{e.strerror or e}; check the path and its permissions", file=sys.stderr)
+        print(f"tareador: {where}{e.strerror or e}; {_remedy(e, args)}", file=sys.stderr)
         return 2
     except MemoryError as e:
         print(f"tareador: out of memory ({e}); try a smaller machine or trace", file=sys.stderr)
         return 2
 
+
+def _remedy(e: OSError, args) -> str:
+    # Every output is renamed into place when complete (tareador.files): nothing is half-written.
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "free some space and run again (no file was left half-written)"
+    if e.errno == errno.EFBIG:
+        return "a file size limit (ulimit -f) stopped it; raise it and run again (no file was left half-written)"
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS) and hasattr(args, "output"):
+        return "write elsewhere with -o OUTDIR"
+    return "check the path and its permissions"

@@ -173,9 +173,10 @@ def _write_csv(out: Path, result) -> list[Path]:
     import csv
 
     from tareador.analyses.speedup import parallelism_profile
+    from tareador.files import output_file
 
     table = out / "speedup.csv"
-    with table.open("w", newline="") as f:
+    with output_file(table, newline="") as f:
         w = csv.writer(f)
         w.writerow(["cores", "time", "speedup", "efficiency"])
         w.writerows([r["cores"], r["time"], r["speedup"], "" if r["efficiency"] is None else r["efficiency"]]
@@ -183,7 +184,7 @@ def _write_csv(out: Path, result) -> list[Path]:
     widest = max(result.schedules, key=lambda s: s.cores_used)
     times, running = parallelism_profile(widest)
     profile = out / "profile.csv"
-    with profile.open("w", newline="") as f:
+    with output_file(profile, newline="") as f:
         w = csv.writer(f)
         w.writerow(["time", "running"])
         w.writerows(zip((times / result.rate).tolist(), running.tolist()))

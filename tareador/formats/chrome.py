@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tareador.files import output_file
+
 
 def write_chrome(path: str | Path, title: str, names: list[str], ids: np.ndarray, start_us: np.ndarray,
                  dur_us: np.ndarray, core: np.ndarray, dep_src: np.ndarray, dep_dst: np.ndarray) -> Path:
@@ -27,6 +29,6 @@ def write_chrome(path: str | Path, title: str, names: list[str], ids: np.ndarray
         events.append({"ph": "f", "bp": "e", "name": "dependency", "cat": "dependency", "id": k, "pid": 1,
                        "tid": int(core[b]), "ts": float(start_us[b])})
     path = Path(path)
-    with path.open("w") as f:
+    with output_file(path) as f:
         json.dump({"traceEvents": events, "displayTimeUnit": "ns"}, f, separators=(",", ":"))
     return path

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tareador.files import output_file, write_text
 from tareador.formats.paraver import (DEP_TAG, PRIORITY_EVENT, TASK_EVENT, ParaverRun, pcf_text,
                                       task_event_labels, task_type_values)
 
@@ -41,7 +42,7 @@ def write_dim(path: str | Path, name: str, threads: list[int], blocks: Iterable[
     path = Path(path)
     total = sum(threads)
     offsets = []
-    with path.open("w", encoding="ascii", newline="\n") as f:
+    with output_file(path, encoding="ascii", newline="\n") as f:
         header = _header_line(name, 0, threads)
         f.write(header)
         pos = len(header)
@@ -125,9 +126,8 @@ def write_task_labels(dim: str | Path, names: list[str]) -> Path:
     """TRACE.pcf next to TRACE.dim, naming the task types (event 7003 values): Dimemas copies
     it into the Paraver trace it writes, ``tareador replay`` takes the names from it."""
     pcf = Path(dim).with_suffix(".pcf")
-    pcf.write_text(pcf_text(ParaverRun(end_time=0, cpus_per_node=[], threads=[],
-                                       event_labels=task_event_labels(task_type_values(names)))))
-    return pcf
+    return write_text(pcf, pcf_text(ParaverRun(end_time=0, cpus_per_node=[], threads=[],
+                                               event_labels=task_event_labels(task_type_values(names)))))
 
 
 # ----------------------------------------------------------------------------------- reading

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tareador.files import output_file, printable, write_text
+
 TASK_EVENT = 7003  # Tareador's "running task" event: value = task type, 0 = none
 PRIORITY_EVENT = 6999  # Dimemas' scheduling priority (SS_MPI_CP): 1/value, 0 = top priority
 DEP_TAG = 8002  # tag of the messages that carry task dependencies
@@ -85,7 +87,7 @@ def _columns(run: ParaverRun):
 def write_paraver(run: ParaverRun, prv: str | Path) -> list[Path]:
     """Write prv, pcf and row side by side; returns the three paths."""
     prv = Path(prv)
-    with prv.open("w") as f:
+    with output_file(prv) as f:
         f.write(_header(run))
         parts = _columns(run)
         if parts:
@@ -98,8 +100,8 @@ def write_paraver(run: ParaverRun, prv: str | Path) -> list[Path]:
                 lines.extend(":".join(map(str, r)) for r in rows)
             f.writelines(lines[i] + "\n" for i in order.tolist())
     pcf, row = prv.with_suffix(".pcf"), prv.with_suffix(".row")
-    pcf.write_text(pcf_text(run))
-    row.write_text(_row(run))
+    write_text(pcf, pcf_text(run))
+    write_text(row, _row(run))
     return [prv, pcf, row]
 
 
@@ -115,7 +117,7 @@ def pcf_text(run: ParaverRun) -> str:
         out += ["", "", "EVENT_TYPE", f"0    {etype}    {label}"]
         if values:
             out.append("VALUES")
-            out += [f"{v:<6}{name}" for v, name in sorted(values.items())]
+            out += [f"{v:<6}{printable(name)}" for v, name in sorted(values.items())]
     return "\n".join(out) + "\n"
 
 

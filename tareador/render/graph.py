@@ -8,6 +8,7 @@ nobody can open.
 
 from __future__ import annotations
 
+import html
 import math
 import shutil
 import time
@@ -17,7 +18,8 @@ from pathlib import Path
 import graphviz
 import networkx as nx
 
-from tareador.render.summary import PROGRAM, human, work_by_type
+from tareador.files import printable, write_bytes, write_text
+from tareador.render.summary import PROGRAM, human, plural, work_by_type
 from tareador.taskgraph.model import RAW, TaskTrace
 
 PALETTE = ["#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377", "#BBBBBB", "#EE8866",
@@ -63,9 +65,16 @@ def drawn_edges(trace: TaskTrace, all_edges: bool, show_main: bool = False) -> l
     return sorted(kept.edges)
 
 
+def _text(name: str) -> str:
+    """A task or object name as literal text of a Graphviz label. Graphviz expands backslash
+    escapes (``\\N`` = node name, ``\\l`` = line break) in plain and HTML labels alike; the graphviz
+    package already escapes double quotes."""
+    return printable(name).replace("\\", "\\\\")
+
+
 def _edge_label(deps) -> str:
     raw = sorted((d for d in deps if d.kind == RAW), key=lambda d: (-d.bytes, d.object))
-    lines = [f"{d.object} {human(d.bytes)} B" for d in raw[:MAX_LABEL_LINES]]
+    lines = [f"{_text(d.object)} {human(d.bytes)} B" for d in raw[:MAX_LABEL_LINES]]
     if len(raw) > MAX_LABEL_LINES:
         lines.append(f"+{len(raw) - MAX_LABEL_LINES} more")
     return "\n".join(lines)
@@ -73,7 +82,8 @@ def _edge_label(deps) -> str:
 
 def _legend(trace: TaskTrace, colours: dict[str, str]) -> str:
     total = trace.t1 or 1
-    rows = "".join(f'<TR><TD BGCOLOR="{colours[name]}">{name}</TD><TD>{n}</TD><TD>{100 * work / total:.1f}%</TD></TR>'
+    rows = "".join(f'<TR><TD BGCOLOR="{colours[name]}">{html.escape(_text(name))}</TD><TD>{n}</TD>'
+                   f'<TD>{100 * work / total:.1f}%</TD></TR>'
                    for name, n, work in work_by_type(trace, main_apart=True))
     return f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0"><TR><TD><B>task type</B></TD>' \
            f'<TD><B>instances</B></TD><TD><B>work</B></TD></TR>{rows}</TABLE>>'
@@ -83,7 +93,7 @@ def _fragment_label(t, part: int, parts: int) -> str:
     if t.is_main:
         return f"main #{t.id}"
     which = f" ({part}/{parts})" if parts > 1 else ""
-    return f"{t.name}\n#{t.id}{which}\n{human(t.instructions)} instr"
+    return f"{_text(t.name)}\n#{t.id}{which}\n{human(t.instructions)} instr"
 
 
 def instance_graph(trace: TaskTrace, all_edges: bool, show_main: bool = False) -> graphviz.Digraph:
@@ -101,7 +111,7 @@ def instance_graph(trace: TaskTrace, all_edges: bool, show_main: bool = False) -
         head = parts[0]
         box = dot if len(parts) == 1 or head.is_main else None
         graph = box or graphviz.Digraph(f"cluster_{instance}", graph_attr={
-            "label": f"{head.name} #{instance}", "style": "rounded", "color": colours[head.name]})
+            "label": f"{_text(head.name)} #{instance}", "style": "rounded", "color": colours[head.name]})
         for k, t in enumerate(parts, start=1):
             if t.is_main:
                 graph.node(str(t.id), _fragment_label(t, k, len(parts)), shape="box", style="filled",
@@ -146,15 +156,17 @@ def type_graph(trace: TaskTrace, show_main: bool = False) -> graphviz.Digraph:
                  "draws every instance)", "labelloc": "t"})
     types = [(t, n, w) for t, n, w in work_by_type(trace, main_apart=True) if show_main or t != PROGRAM]
     largest = max((w for _, _, w in types), default=0)
+    # Task names are not node ids: one like "<x>" would be read as an HTML string.
+    node = {task_type: f"type{i}" for i, (task_type, _, _) in enumerate(types)}
     for task_type, n, work in types:
         if task_type == PROGRAM:
-            dot.node(PROGRAM, f"main (the program's own code)\n{n} fragments\n{human(work)} instr",
+            dot.node(node[PROGRAM], f"main (the program's own code)\n{plural(n, 'fragment')}\n{human(work)} instr",
                      style="filled", fillcolor=MAIN_COLOUR, shape="box", width=str(_width(work, largest)))
         else:
-            dot.node(task_type, f"{task_type}\n{n} instances\n{human(work)} instr", style="filled",
-                     fillcolor=colours[task_type], shape="ellipse", width=str(_width(work, largest)))
+            dot.node(node[task_type], f"{_text(task_type)}\n{plural(n, 'instance')}\n{human(work)} instr",
+                     style="filled", fillcolor=colours[task_type], shape="ellipse", width=str(_width(work, largest)))
     for (s, d), (count, nbytes) in sorted(edges.items()):
-        dot.edge(s, d, label=f"{count} deps\n{human(nbytes)} B", fontsize="8")
+        dot.edge(node[s], node[d], label=f"{plural(count, 'dep')}\n{human(nbytes)} B", fontsize="8")
     return dot
 
 
@@ -172,7 +184,7 @@ def write_graph(trace: TaskTrace, out_dir: str | Path, *, all_edges: bool = Fals
     written = {}
     if "dot" in formats:
         written["graph (dot)"] = out / "graph.dot"
-        written["graph (dot)"].write_text(dot.source)
+        write_text(written["graph (dot)"], dot.source)
     layouts = [f for f in formats if f != "dot"]
     if layouts and nodes > LAYOUT_LIMIT:
         if report:
@@ -186,7 +198,7 @@ def write_graph(trace: TaskTrace, out_dir: str | Path, *, all_edges: bool = Fals
         if report and nodes > max_nodes:
             report(f"laying out {nodes} nodes with Graphviz dot ({fmt}); this takes a while...")
         path = out / f"graph.{fmt}"
-        path.write_bytes(dot.pipe(format=fmt))
+        write_bytes(path, dot.pipe(format=fmt))
         if report and nodes > max_nodes:
             report(f"graph.{fmt} laid out in {time.monotonic() - started:.0f} s")
         written[f"graph ({fmt})"] = path

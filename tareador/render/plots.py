@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from tareador.analyses.speedup import Study, parallelism_profile
+from tareador.files import output_file, printable
 from tareador.render.summary import time_unit
 from tareador.replay.dag import Schedule
 
@@ -23,7 +24,8 @@ GANTT_LIMIT = 100_000  # beyond this many bars a Gantt chart is unreadable and s
 def _save(fig: Figure, path: str | Path) -> Path:
     FigureCanvasAgg(fig)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with output_file(path, "wb") as f:
+        fig.savefig(f, format="png", dpi=120)
     return Path(path)
 
 
@@ -78,6 +80,7 @@ def plot_gantt(schedule: Schedule, names: list[str], rate: float, path: str | Pa
     ax.set_xlim(0, schedule.makespan / rate * scale)
     ax.set_xlabel(f"time ({unit})")
     ax.set_title(f"{schedule.label} cores, {schedule.policy}")
-    ax.legend(handles=[Patch(color=colours[k], label=k) for k in kinds], loc="upper left",
-              bbox_to_anchor=(1.0, 1.0), fontsize="small")
+    # An unescaped '$' would make matplotlib parse a task name as mathtext (and fail on most).
+    ax.legend(handles=[Patch(color=colours[k], label=printable(k).replace("$", r"\$")) for k in kinds],
+              loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     return _save(fig, path)

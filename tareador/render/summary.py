@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from tareador.files import printable
 from tareador.taskgraph.model import TaskTrace
+
+LABEL = 18  # width of the label column of the summaries, so their values line up
 
 
 def human(n: float) -> str:
@@ -22,6 +25,10 @@ def time_unit(seconds: float) -> tuple[float, str]:
         if seconds * scale >= 1:
             return scale, unit
     return 1e9, "ns"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def format_seconds(t: float) -> str:
@@ -60,7 +67,7 @@ def format_summary(trace: TaskTrace, outputs: dict[str, str | Path] | None = Non
     total = trace.t1 or 1
     lines.append(f"{'task type':<24} {'instances':>9} {'instructions':>14} {'share':>7}")
     for name, n, work in work_by_type(trace)[:top]:
-        lines.append(f"{name:<24} {n:>9} {human(work):>14} {100 * work / total:>6.1f}%")
+        lines.append(f"{printable(name):<24} {n:>9} {human(work):>14} {100 * work / total:>6.1f}%")
     for w in s.get("warnings", []):
         lines.append(f"warning: {w}")
     if s.get("partial"):

@@ -11,9 +11,16 @@ import json
 from dataclasses import astuple, fields
 from pathlib import Path
 
+from tareador.files import output_file, write_text
 from tareador.taskgraph.model import DEPENDENCY_KINDS, DataObject, Dependency, TaskInstance, TaskTrace
 
 TABLES = {"tasks.csv": TaskInstance, "deps.csv": Dependency, "objects.csv": DataObject}
+# What tareador writes into a trace directory (trace, graph, simulate): a new trace removes
+# them all first, so no graph or timeline of an earlier run is left beside it.
+OWNED = ("tasks.csv", "deps.csv", "objects.csv", "summary.json", "graph.dot", "graph.svg", "graph.png",
+         "simulation-*.prv", "simulation-*.pcf", "simulation-*.row", "simulation-*.json", "speedup.png",
+         "profile.png", "gantt.png", "speedup.csv", "profile.csv", "ompss.dim", "ompss.pcf", "authentic.dim",
+         "authentic.pcf")
 
 
 class TraceDirError(Exception):
@@ -21,7 +28,7 @@ class TraceDirError(Exception):
 
 
 def _write_table(path: Path, cls, rows) -> None:
-    with path.open("w", newline="") as f:
+    with output_file(path, newline="") as f:
         w = csv.writer(f)
         w.writerow([fl.name for fl in fields(cls)])
         w.writerows(astuple(r) for r in rows)
@@ -93,10 +100,14 @@ def _check(d: Path, tasks: list[TaskInstance], deps: list[Dependency]) -> None:
 def save(trace: TaskTrace, directory: str | Path) -> Path:
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
+    for pattern in OWNED:
+        for stale in d.glob(pattern):
+            if stale.is_symlink() or stale.is_file():
+                stale.unlink()
     _write_table(d / "tasks.csv", TaskInstance, trace.tasks)
     _write_table(d / "deps.csv", Dependency, trace.deps)
     _write_table(d / "objects.csv", DataObject, trace.objects)
-    (d / "summary.json").write_text(json.dumps(trace.summary, indent=2, sort_keys=True) + "\n")
+    write_text(d / "summary.json", json.dumps(trace.summary, indent=2, sort_keys=True) + "\n")
     trace.path = str(d)
     return d
 
