@@ -79,9 +79,9 @@ def test_large_graphs_collapse_by_type(tmp_path):
 def test_summary_numbers():
     text = format_summary(diamond())
     # T1 = 1 + 10 + 20 + 30 + 40; T-inf = main 1 + a1 10 + b3 30 + a4 40
-    assert "T1 (total work)  101 instructions" in text
+    assert "T1 (total work)   101 instructions" in text
     assert "T-inf (crit.path) 81 instructions" in text
-    assert "parallelism      1.25" in text
+    assert "parallelism       1.25" in text
 
 
 def test_graph_command_on_a_real_trace(compile_c, tmp_path, capsys):
@@ -89,7 +89,7 @@ def test_graph_command_on_a_real_trace(compile_c, tmp_path, capsys):
     trace([str(exe), "3", "4"], tmp_path / "t", progress=False)
     assert main(["graph", str(tmp_path / "t")]) == 0
     out = capsys.readouterr().out
-    assert "task instances   10 of 4 task types" in out
+    assert "task instances    10 of 4 task types" in out
     text = (tmp_path / "t" / "graph.dot").read_text()
     potrf = [int(i) for i in re.findall(r'^\s*(\d+) \[label="potrf', text, re.M)]
     trsm = [int(i) for i in re.findall(r'^\s*(\d+) \[label="trsm', text, re.M)]

@@ -57,7 +57,7 @@ def test_simulate_outputs(tareador, trace_dir, tmp_path):
     status, out, _ = tareador("simulate", trace_dir, "--cores", "2,inf", "--prv", "--chrome", "--plot", "--dim",
                               "-o", out_dir)
     assert status == 0
-    assert "parallelism        4.00" in out and "speedup" in out
+    assert "parallelism       4.00" in out and "speedup" in out
     for name in ("simulation-2.prv", "simulation-2.pcf", "simulation-2.row", "simulation-inf.prv",
                  "simulation-2.json", "speedup.png", "profile.png", "gantt.png", "ompss.dim", "authentic.dim"):
         assert (out_dir / name).stat().st_size > 0, name
@@ -91,7 +91,7 @@ def test_replay_table(tareador, tmp_path):
     machine = tmp_path / "m.toml"
     machine.write_text("[cpu]\ncores_per_node = 2\n")
     status, out, _ = tareador("replay", path, "--machine", machine)
-    assert status == 0 and "makespan 3.000000000 s (1 tasks, 3 threads)" in out
+    assert status == 0 and "makespan 3.000000000 s (1 Dimemas task, 3 threads)" in out
 
 
 @pytest.mark.parametrize("argv,message", [

@@ -10,8 +10,8 @@ from tareador.tracing import toolchain
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "config", help="print compiler flags for programs using tareador.h",
-        description="Print the flags to compile and link a program annotated with tareador.h, e.g.\n"
-                    "  cc -g -O0 $(tareador config --cflags) prog.c -o prog $(tareador config --libs)",
+        description="Print the flags to compile and link a program annotated with tareador.h.",
+        epilog="example:\n  cc -g -O0 $(tareador config --cflags) prog.c -o prog $(tareador config --libs) -lm",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cflags", action="store_true", help="include path for tareador.h")
     p.add_argument("--libs", action="store_true", help="link flags (shared library with rpath)")

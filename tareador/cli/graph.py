@@ -17,7 +17,8 @@ def register(subparsers) -> None:
     p.add_argument("--all-edges", action="store_true", help="also draw transitive edges")
     p.add_argument("--collapse", choices=["auto", "never", "always"], default="auto",
                    help="one node per task type (auto: when there are more than --max-nodes instances)")
-    p.add_argument("--max-nodes", type=int, default=300)
+    p.add_argument("--max-nodes", type=int, default=300, metavar="N",
+                   help="largest graph drawn one node per instance with --collapse auto (default 300)")
     p.add_argument("--show-main", action="store_true",
                    help="also draw the fragments of main (the program's code between tasks); by default main is "
                         "folded and only the order it imposes between tasks is drawn")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 
@@ -9,8 +10,11 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "replay", help="replay a Dimemas trace (.dim) on a machine",
         description="Simulate a Dimemas trace (MPI ranks and/or threads, e.g. the ompss.dim of "
-                    "'tareador simulate --dim') on a machine given as TOML or as a Dimemas .cfg.")
-    p.add_argument("trace", metavar="TRACE.dim")
+                    "'tareador simulate --dim') on a machine given as TOML or as a Dimemas .cfg.",
+        epilog="example:\n  tareador replay chol.tareador/ompss.dim --machine examples/machines/smp_cp.cfg "
+               "--prv replay.prv",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("trace", metavar="TRACE.dim", help="the Dimemas trace to replay")
     p.add_argument("--machine", required=True, metavar="FILE", help="machine TOML or Dimemas .cfg")
     p.add_argument("--json", action="store_true", help="print makespan and end times as one JSON object")
     p.add_argument("--prv", metavar="OUT.prv", help="also write a Paraver trace of the replay")
@@ -23,6 +27,7 @@ def run(args) -> int:
     from tareador.formats.dimemas import DimError, read_dim
     from tareador.formats.paraver import write_paraver
     from tareador.native import ToolchainError
+    from tareador.render.summary import plural
     from tareador.replay.engine import replay
     from tareador.replay.machine import MachineError
 
@@ -40,10 +45,11 @@ def run(args) -> int:
                           "tasks": [{"task": t, "end": float(ends.max()), "threads": ends.tolist()}
                                     for t, ends in enumerate(result.thread_end_by_task)]}))
     else:
-        print(f"makespan {result.makespan:.9f} s ({len(result.threads)} tasks, {sum(result.threads)} threads)")
+        print(f"makespan {result.makespan:.9f} s ({plural(len(result.threads), 'Dimemas task')}, "
+              f"{plural(sum(result.threads), 'thread')})")
         if len(result.threads) <= 64:
             for t, end in enumerate(result.task_end):
-                print(f"task {t:>4} ends at {end:.9f} s")
+                print(f"Dimemas task {t:>4} ends at {end:.9f} s")
         if args.prv:
             print(f"wrote {args.prv}")
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -11,7 +12,10 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "simulate", help="simulate the task-parallel run on several core counts",
         description="Schedule the task instances of a trace directory on P cores (greedy list scheduling) and "
-                    "report time, speedup over the sequential run and efficiency for each P.")
+                    "report time, speedup over the sequential run and efficiency for each P.",
+        epilog="example:\n  tareador simulate chol.tareador --cores 1,2,4,8,inf --plot "
+               "--machine examples/machines/laptop.toml",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace_dir", metavar="DIR", help="trace directory written by 'tareador trace'")
     p.add_argument("--cores", type=_core_list,
                    help="comma-separated core counts, 'inf' = unbounded (default 1,2,4,8,16,inf; with --machine, "
@@ -35,8 +39,6 @@ def register(subparsers) -> None:
 
 
 def _core_list(text: str) -> list[int | None]:
-    import argparse
-
     out = []
     for part in text.split(","):
         part = part.strip().lower()
@@ -109,10 +111,12 @@ def run(args) -> int:
 
 
 def format_study(result, policy: str) -> str:
+    from tareador.render.summary import LABEL
     from tareador.render.summary import format_seconds as seconds
 
-    lines = [f"T1 (sequential)    {seconds(result.t1)}", f"T-inf (crit.path) {seconds(result.tinf)}",
-             f"parallelism        {result.parallelism:.2f}",
+    lines = [f"{'T1 (sequential)':<{LABEL}}{seconds(result.t1)}",
+             f"{'T-inf (crit.path)':<{LABEL}}{seconds(result.tinf)}",
+             f"{'parallelism':<{LABEL}}{result.parallelism:.2f}",
              f"policy {policy}, runtime overhead {result.overhead} instructions per task, "
              f"{result.rate:.4g} instructions per second",
              f"{'cores':>6} {'time':>12} {'speedup':>8} {'efficiency':>10}  utilisation per core"]

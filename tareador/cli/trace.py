@@ -8,12 +8,17 @@ from tareador.tracing.toolchain import ToolchainError
 
 
 def register(subparsers) -> None:
+    import argparse
+
     p = subparsers.add_parser("trace", help="run an annotated program under the tracer",
                               description="Run the program under Frida, derive the dependencies between its "
-                                          "task instances and write a trace directory.")
+                                          "task instances and write a trace directory.",
+                              epilog="example:\n  tareador trace -o chol.tareador -- examples/bin/cholesky 6 32",
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-o", "--output", help="trace directory to write (default: <program>.tareador)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
-    p.add_argument("program", nargs="+", help="program and its arguments (put -- before them)")
+    # Everything from the program on is the program's, even options tareador also has (-o).
+    p.add_argument("program", nargs=argparse.REMAINDER, help="program and its arguments (-- before them is optional)")
     p.set_defaults(func=run)
 
 
@@ -23,10 +28,10 @@ def run(args) -> int:
     from tareador.tracing.driver import TracingError
     from tareador.tracing.run import AnnotationError, trace
 
-    argv = [a for a in args.program]
-    if argv and argv[0] == "--":
-        argv = argv[1:]
-    out = args.output or f"{argv[0].rstrip('/').split('/')[-1]}.tareador" if argv else None
+    argv = args.program[1:] if args.program[:1] == ["--"] else args.program
+    if not argv:
+        raise UserError("no program given: tareador trace -o DIR -- ./prog [args]")
+    out = args.output or f"{argv[0].rstrip('/').split('/')[-1]}.tareador"
     try:
         result = trace(argv, out, progress=not args.no_progress)
     except (TracingError, ToolchainError) as e:

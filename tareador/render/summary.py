@@ -57,13 +57,13 @@ def format_summary(trace: TaskTrace, outputs: dict[str, str | Path] | None = Non
     main = sum(1 for t in trace.tasks if t.is_main)
     split = len(trace.tasks) - main - trace.instances
     lines = [
-        f"task instances   {trace.instances} of {len(trace.task_types)} task types "
-        f"(+ {main} fragments of main" + (f", + {split} where tasks create tasks)" if split else ")"),
-        f"T1 (total work)  {human(trace.t1)} instructions",
+        f"{'task instances':<{LABEL}}{trace.instances} of {plural(len(trace.task_types), 'task type')} "
+        f"(+ {plural(main, 'fragment')} of main" + (f", + {split} where tasks create tasks)" if split else ")"),
+        f"{'T1 (total work)':<{LABEL}}{human(trace.t1)} instructions",
     ]
     if not s.get("annotation_error"):
-        lines += [f"T-inf (crit.path) {human(trace.tinf)} instructions",
-                  f"parallelism      {trace.parallelism:.2f}"]
+        lines += [f"{'T-inf (crit.path)':<{LABEL}}{human(trace.tinf)} instructions",
+                  f"{'parallelism':<{LABEL}}{trace.parallelism:.2f}"]
     total = trace.t1 or 1
     lines.append(f"{'task type':<24} {'instances':>9} {'instructions':>14} {'share':>7}")
     for name, n, work in work_by_type(trace)[:top]:

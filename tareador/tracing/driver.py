@@ -76,7 +76,9 @@ def check_program(argv: list[str]) -> str:
     program = argv[0]
     path = program if os.sep in program else shutil.which(program)
     if path is None or not os.path.exists(path):
-        raise TracingError(f"program '{program}' not found: check the path (use ./{program} for a local file)")
+        local = os.sep not in program and os.path.exists(program)
+        raise TracingError(f"program '{program}' not found: "
+                           + (f"use ./{program} for the file in this directory" if local else "check the path"))
     if os.path.isdir(path) or not os.access(path, os.X_OK):
         raise TracingError(f"'{program}' is not an executable file: build it first (e.g. make) or chmod +x it")
     problem = _elf_problem(path)

@@ -6,6 +6,7 @@ traced so far are written; the summary says how the run ended and whether it is 
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -59,27 +60,53 @@ def _ending_text(ending: dict) -> tuple[str, bool]:
     return ("was interrupted (Ctrl-C)", True)
 
 
-def _progress_printer():
-    if not sys.stderr.isatty():
-        return None
-    started = time.monotonic()
+class StatusRow:
+    """The tracing progress on the terminal's bottom row, kept out of the scrolling region (as
+    apt does): the traced program prints to the same terminal, and its lines scroll above the
+    progress instead of being glued to it."""
 
-    def show(p):
-        if p:
-            sys.stderr.write(f"\r  tracing: {p['tasks']} task instances, {p['accesses'] / 1e6:.1f} M accesses "
-                             f"analysed, {time.monotonic() - started:.0f} s")
-            sys.stderr.flush()
-    return show
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.rows = 0
+        self.started = time.monotonic()
+
+    @classmethod
+    def on_stderr(cls) -> StatusRow | None:
+        if not sys.stderr.isatty() or os.environ.get("TERM", "dumb") == "dumb":
+            return None
+        return cls(sys.stderr.fileno())
+
+    def __call__(self, p: dict | None) -> None:
+        if not p:
+            return
+        columns, rows = os.get_terminal_size(self.fd)
+        if rows < 3:
+            return
+        out = ""
+        if rows != self.rows:
+            # Down and up one line first (scrolling if at the bottom) so the cursor sits above
+            # the last row; setting the region homes the cursor, hence save and restore.
+            out += f"\x1bD\x1b[1A\x1b7\x1b[1;{rows - 1}r\x1b8"
+            self.rows = rows
+        text = (f"  tracing: {p['tasks']} task instances, {p['accesses'] / 1e6:.1f} M accesses analysed, "
+                f"{time.monotonic() - self.started:.0f} s")[:columns - 1]  # a wrap would scroll the screen
+        os.write(self.fd, f"{out}\x1b7\x1b[{rows};1H\x1b[2K{text}\x1b8".encode())
+
+    def close(self) -> None:
+        if self.rows:
+            os.write(self.fd, f"\x1b7\x1b[r\x1b[{self.rows};1H\x1b[2K\x1b8".encode())
 
 
 def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True) -> TaskTrace:
     """Trace ``argv`` and write ``out_dir``; raises AnnotationError after writing if the markers
     are unbalanced."""
     started = time.monotonic()
-    show = _progress_printer() if progress else None
-    result = run_agent(argv, progress=show)
-    if show:
-        sys.stderr.write("\n")
+    status = StatusRow.on_stderr() if progress else None
+    try:
+        result = run_agent(argv, progress=status)
+    finally:
+        if status:
+            status.close()
     meta = result.meta
     tasks_raw, objects_raw, edges_raw = decode.split_tables(meta, result.data)
     decode.refine_source_lines(list(meta["sites"].values()) + [s for s in (meta["error"].get("site"),
