@@ -38,14 +38,16 @@ from tareador.formats.paraver import (PRIORITY_EVENT, RUNNING, TASK_EVENT, WAITI
                                       nanoseconds, pcf_value_labels, task_event_labels)
 from tareador.native import build, compiler
 from tareador.replay.dag import sorted_unique
-from tareador.replay.machine import MB, Machine
+from tareador.replay.machine import MB, Machine, MachineError
 
 A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT = range(6)  # enum action in engine_loop.c
 POLICIES = {"fifo": 0, "cp": 1, "rr": 2}  # enum policy in engine_loop.c
 LOOP_NOMEM, LOOP_DONE = -1, 0  # enum status in engine_loop.c
 NO_PRIORITY = -1  # value of an event action that sets no priority
 NS = 1e9  # the event loop counts nanoseconds in floats, as Dimemas does: whole ns stay exact
-PROGRESS_EVERY = 65536  # finished threads between progress reports (and chances to take Ctrl-C)
+PROGRESS_EVERY = 65536  # finished threads between progress reports
+EVENTS_PER_CALL = 1 << 20  # events the loop handles before Python takes a pending Ctrl-C (a few ms)
+MAX_SLICES = 1 << 30  # rr: slices of bursts beyond one per burst, about a minute of event loop
 
 
 @dataclass
@@ -73,6 +75,7 @@ class _Plan:
     record: np.ndarray  # trace record of each action
     thread_start: np.ndarray  # first action of each thread (+ end)
     node: np.ndarray  # node of each thread
+    cpus: int  # CPUs per node the loop keeps: as many as can be busy at once, the machine's or fewer
     key: np.ndarray  # per message, its (sender, receiver, tag, communicator) as a number from 0
     nkeys: int
     latency: np.ndarray  # per message, ns
@@ -189,12 +192,32 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
     ns_per_byte = np.divide(NS / MB, bandwidth, out=np.zeros(len(sends)), where=bandwidth > 0)
     size = trace.size[sends]
     transfer = ns_per_byte * size
+    _check_durations(trace, machine, kind, value, latency, transfer)
     capacity, stages = _resources(machine, ntasks, node_of_task, src_task, dest_task, same_node)
-    return _Plan(kind=kind.astype(np.int8), value=value, record=record, thread_start=thread_start,
-                 node=node_of_task[task_of].astype(np.int32), key=send_key, nkeys=int(send_key.max(initial=-1)) + 1,
+    node = node_of_task[task_of].astype(np.int32)
+    busiest = int(np.bincount(node).max(initial=1))  # threads of the node with most
+    return _Plan(kind=kind.astype(np.int8), value=value, record=record, thread_start=thread_start, node=node,
+                 cpus=min(machine.cores_per_node, busiest), key=send_key, nkeys=int(send_key.max(initial=-1)) + 1,
                  latency=latency, transfer=transfer, rendezvous=((mode[sends] & SYNC_RENDEZVOUS) > 0) | other_thread,
                  immediate=(mode[sends] & SYNC_IMMEDIATE) > 0, by_irecv=by_irecv, size=size, tag=trace.tag[sends],
                  capacity=capacity, stages=stages)
+
+
+def _check_durations(trace: DimTrace, machine: Machine, kind, value, latency, transfer) -> None:
+    """Refuse what the loop could not finish: times beyond what a double counts, or a round-robin
+    quantum that cuts the bursts (latencies are bursts too) into more slices than MAX_SLICES."""
+    bursts = np.concatenate([value[kind == A_BURST],
+                             latency[value[np.isin(kind, (A_SEND, A_RECV, A_WAIT))].astype(np.int64)]])
+    total = bursts.sum()
+    if not np.isfinite(total + transfer.sum()):
+        raise MachineError(f"{trace.path}: on this machine its bursts, latencies and transfers take longer than "
+                           "can be counted; check relative_speed, the latencies and the bandwidths")
+    if machine.policy == "rr":
+        slices = np.floor(bursts[bursts > 0] / (machine.quantum * NS)).sum()
+        if slices > MAX_SLICES:
+            raise MachineError(f"{trace.path}: the rr quantum of {machine.quantum:g} s cuts its bursts into "
+                               f"{slices:.3g} slices, more than the {MAX_SLICES:.3g} replay simulates in about a "
+                               f"minute; use a quantum of at least {2 * total / MAX_SLICES / NS:.2g} s")
 
 
 def _event_runs(events: np.ndarray, gthread: np.ndarray) -> np.ndarray:
@@ -263,7 +286,8 @@ def replay(trace: DimTrace, machine: Machine, record: bool = False, progress=Non
 
     ``progress`` (optional) is called with the number of threads finished since its last call.
     """
-    p = plan(trace, machine)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow becomes inf, which plan refuses
+        p = plan(trace, machine)
     arrays = _loop_arrays(p, record)
     states = _run_loop(_plan_struct(p, machine, arrays, record), progress)
     pc, end_of = arrays["pc"], p.thread_start[1:]
@@ -311,9 +335,10 @@ def _loop_arrays(p: _Plan, record: bool) -> dict[str, np.ndarray | None]:
 
 def _plan_struct(p: _Plan, machine: Machine, arrays: dict, record: bool) -> _PlanStruct:
     """struct plan pointing into ``arrays``, which must outlive the loop."""
-    scalars = dict(nthreads=len(p.thread_start) - 1, nmsg=len(p.latency), nkeys=p.nkeys, nnodes=machine.nodes,
-                   cores=machine.cores_per_node, npools=len(p.capacity), policy=POLICIES[machine.policy or "fifo"],
-                   record=int(record), running=RUNNING, waiting_cpu=WAITING_CPU, waiting_message=WAITING_MESSAGE)
+    scalars = dict(nthreads=len(p.thread_start) - 1, nmsg=len(p.latency), nkeys=p.nkeys,
+                   nnodes=int(p.node.max(initial=0)) + 1, cores=p.cpus, npools=len(p.capacity),
+                   policy=POLICIES[machine.policy or "fifo"], record=int(record), running=RUNNING,
+                   waiting_cpu=WAITING_CPU, waiting_message=WAITING_MESSAGE)
     pointers = {name: None if a is None else a.ctypes.data for name, a in arrays.items()}
     return _PlanStruct(**scalars, quantum=machine.quantum * NS, **pointers)
 
@@ -327,7 +352,7 @@ def _run_loop(struct: _PlanStruct, progress) -> np.ndarray:
     try:
         reported = 0
         while True:
-            status = lib.loop_run(loop, reported + PROGRESS_EVERY)
+            status = lib.loop_run(loop, reported + PROGRESS_EVERY, EVENTS_PER_CALL)
             if status == LOOP_NOMEM:
                 raise MemoryError("the replay's event loop ran out of memory")
             finished = lib.loop_finished(loop)
@@ -354,7 +379,7 @@ def _library() -> ctypes.CDLL:
     lib.loop_new.restype = ctypes.c_void_p
     lib.loop_new.argtypes = [ctypes.POINTER(_PlanStruct)]
     lib.loop_run.restype = ctypes.c_int
-    lib.loop_run.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+    lib.loop_run.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
     lib.loop_finished.restype = ctypes.c_int64
     lib.loop_finished.argtypes = [ctypes.c_void_p]
     lib.loop_states.restype = ctypes.c_int64
@@ -372,17 +397,23 @@ def _paraver(trace: DimTrace, machine: Machine, p: _Plan, rec: dict, st: np.ndar
     run = np.searchsorted(p.record, events, side="right") - 1  # the event action of each event's run
     g = trace.gthread[events]
     got = rec["rcpu"] > 0  # messages some receive took (an irecv nobody waits for may leave one)
+
+    def cpu(recorded: np.ndarray) -> np.ndarray:
+        """The loop numbers each node's CPUs p.cpus apart, Paraver cores_per_node apart (0: none)."""
+        c = recorded.astype(np.int64) - 1
+        return np.where(c >= 0, c // p.cpus * machine.cores_per_node + c % p.cpus + 1, 0)
+
     threads = [(task, h, int(p.node[base + h])) for task, (base, n) in
                enumerate(zip(trace.task_base.tolist(), trace.threads)) for h in range(n)]
     return ParaverRun(
         end_time=int(nanoseconds(ends.max(initial=0.0))), cpus_per_node=[machine.cores_per_node] * machine.nodes,
         threads=threads,
-        states={"thread": st[:, 0].astype(np.int64), "cpu": st[:, 1].astype(np.int64), "begin": nanoseconds(st[:, 2]),
+        states={"thread": st[:, 0].astype(np.int64), "cpu": cpu(st[:, 1]), "begin": nanoseconds(st[:, 2]),
                 "end": nanoseconds(st[:, 3]), "state": st[:, 4].astype(np.int64)},
         events={"thread": g, "cpu": np.zeros(len(g), np.int64), "time": nanoseconds(rec["reach"][run]),
                 "type": trace.a[events], "value": trace.b[events]},
-        comms={"thread": rec["sthread"][got], "cpu": rec["scpu"][got], "rthread": rec["rthread"][got],
-               "rcpu": rec["rcpu"][got], "size": p.size[got], "tag": p.tag[got],
+        comms={"thread": rec["sthread"][got], "cpu": cpu(rec["scpu"][got]), "rthread": rec["rthread"][got],
+               "rcpu": cpu(rec["rcpu"][got]), "size": p.size[got], "tag": p.tag[got],
                **{name: nanoseconds(rec[name][got]) for name in ("lsend", "psend", "lrecv", "precv")}},
         event_labels=task_event_labels(_task_types(trace, events)))
 

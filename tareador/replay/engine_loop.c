@@ -51,8 +51,9 @@
  * broken deterministically: events by (time, order) and ready queues by (rank, +-seq), order
  * and seq taken from one counter.
  *
- * loop_run returns every so many finished threads so that Python can report progress and
- * handle Ctrl-C; all state lives in struct loop between calls.
+ * loop_run returns every so many finished threads, so that Python can report progress, and
+ * every so many events, so that a Ctrl-C never waits for a long run (Python's signal handlers
+ * only run between calls); all state lives in struct loop between calls.
  */
 
 #include <setjmp.h>
@@ -686,8 +687,9 @@ static void start(struct loop *L)
     reload(L);
 }
 
-/* Run until no event is left (LOOP_DONE) or at least pause_at threads finished (LOOP_PAUSED). */
-int loop_run(struct loop *L, int64_t pause_at)
+/* Run until no event is left (LOOP_DONE), or at least pause_at threads finished or another
+ * max_events events were handled (LOOP_PAUSED). */
+int loop_run(struct loop *L, int64_t pause_at, int64_t max_events)
 {
     const struct plan *p = &L->p;
     if (setjmp(L->nomem))
@@ -696,8 +698,8 @@ int loop_run(struct loop *L, int64_t pause_at)
         L->started = 1;
         start(L);
     }
-    for (;;) {
-        if (L->finished >= pause_at)
+    for (int64_t handled = 0;; handled++) {
+        if (L->finished >= pause_at || handled == max_events)
             return LOOP_PAUSED;
         if (L->events.n == 0)
             return LOOP_DONE;
