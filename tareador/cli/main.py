@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tareador: {where}{e.strerror or e}; {_remedy(e, args)}", file=sys.stderr)
         return 2
     except MemoryError as e:
-        print(f"tareador: out of memory ({e}); try a smaller machine or trace", file=sys.stderr)
+        reason = f" ({e})" if str(e) else ""  # a failed allocation says nothing more
+        print(f"tareador: out of memory{reason}; try a smaller machine or trace", file=sys.stderr)
         return 2
 
 

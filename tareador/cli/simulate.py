@@ -39,13 +39,18 @@ def register(subparsers) -> None:
 
 
 def _core_list(text: str) -> list[int | None]:
+    from tareador.replay.machine import MAX_CPUS
+
     out = []
     for part in text.split(","):
         part = part.strip().lower()
         if part in ("inf", "infinite", "unbounded"):
             out.append(None)
-        elif part.isdigit() and int(part) > 0:
+        elif part.isdigit() and 0 < int(part) <= MAX_CPUS:
             out.append(int(part))
+        elif part.isdigit() and int(part) > 0:
+            raise argparse.ArgumentTypeError(f"{part} cores are more than the {MAX_CPUS} tareador simulates (it lists "
+                                             "every core in its results); use inf for an unbounded machine")
         else:
             raise argparse.ArgumentTypeError(f"{part!r} is not a core count (a positive integer or inf)")
     return out
@@ -82,9 +87,10 @@ def run(args) -> int:
     from tareador.analyses.speedup import study
     from tareador.cli.main import UserError
     from tareador.replay.dag import load_dag
+    from tareador.replay.machine import MAX_COUNT
 
-    if args.overhead is not None and args.overhead < 0:
-        raise UserError("--overhead must be >= 0 instructions")
+    if args.overhead is not None and not 0 <= args.overhead <= MAX_COUNT:
+        raise UserError(f"--overhead must be >= 0 and at most {MAX_COUNT} instructions")
     machine = load_machine_arg(args.machine)
     cores = args.cores or default_cores(machine, args.machine is not None)
     policy = args.policy or (machine.policy if machine.policy in ("cp", "fifo") else "cp")
@@ -153,16 +159,17 @@ def _write_outputs(args, out: Path, dag, result, machine) -> dict[str, list[Path
                                         dag.ids, s.start * us, (s.finish - s.start) * us, s.core, dag.dep_src,
                                         dag.dep_dst))
     if args.plot:
-        from tareador.render.plots import plot_gantt, plot_profile, plot_speedup
+        from tareador.render.plots import GANTT_CORES, GANTT_LIMIT, plot_gantt, plot_profile, plot_speedup
 
         wrote("plots", plot_speedup(result, out / "speedup.png"))
         unbounded = [s for s in result.schedules if s.cores is None]
         finite = [s for s in result.schedules if s.cores is not None]
         wrote("plots", plot_profile((unbounded or finite)[-1], result.rate, out / "profile.png"))
-        gantt = plot_gantt(max(finite or unbounded, key=lambda s: s.cores_used), dag.names, result.rate,
-                           out / "gantt.png")
+        widest = max(finite or unbounded, key=lambda s: s.cores_used)
+        gantt = plot_gantt(widest, dag.names, result.rate, out / "gantt.png")
         if gantt is None:
-            print(f"tareador: no Gantt chart: {dag.n} task instances are too many bars", file=sys.stderr)
+            print(f"tareador: no Gantt chart: {dag.n} task instances on {widest.machine_cores} cores are too many to "
+                  f"draw (at most {GANTT_LIMIT} instances and {GANTT_CORES} cores)", file=sys.stderr)
         else:
             wrote("plots", gantt)
     if args.csv:

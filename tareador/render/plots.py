@@ -19,6 +19,7 @@ from tareador.render.summary import time_unit
 from tareador.replay.dag import Schedule
 
 GANTT_LIMIT = 100_000  # beyond this many bars a Gantt chart is unreadable and slow to draw
+GANTT_CORES = 256  # rows: the image grows with them, idle cores too
 
 
 def _save(fig: Figure, path: str | Path) -> Path:
@@ -61,8 +62,8 @@ def plot_profile(schedule: Schedule, rate: float, path: str | Path) -> Path:
 
 
 def plot_gantt(schedule: Schedule, names: list[str], rate: float, path: str | Path) -> Path | None:
-    """One row per core, one bar per instance coloured by task type; None when too many bars."""
-    if len(names) > GANTT_LIMIT:
+    """One row per core, one bar per instance coloured by task type; None when too many bars or rows."""
+    if len(names) > GANTT_LIMIT or schedule.machine_cores > GANTT_CORES:
         return None
     kinds = sorted(set(names))
     colours = {k: f"C{i % 10}" for i, k in enumerate(kinds)}
@@ -71,7 +72,7 @@ def plot_gantt(schedule: Schedule, names: list[str], rate: float, path: str | Pa
     ax = fig.add_subplot()
     scale, unit = time_unit(schedule.makespan / rate)
     start, width = schedule.start / rate * scale, (schedule.finish - schedule.start) / rate * scale
-    for c in range(cores):
+    for c in range(schedule.cores_used):
         on = np.flatnonzero(schedule.core == c)
         ax.broken_barh(list(zip(start[on], width[on])), (c - 0.4, 0.8),
                        facecolors=[colours[names[i]] for i in on.tolist()], edgecolor="black", linewidth=0.2)

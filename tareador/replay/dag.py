@@ -259,14 +259,16 @@ def simulate(dag: Dag, cores: int | None, policy: str = "cp", overhead: int = 0,
     ready = [key[i] for i in range(n) if indegree[i] == 0]
     heapq.heapify(ready)
     running: list[int] = []  # finish * n + index
-    free = list(range(cores)) if cores is not None else []
-    unbounded = cores is None
+    # Cores are numbered as they are first needed: every freed core is below next_core, so the
+    # lowest free core is the lowest freed one, else next_core, and idle cores cost nothing.
+    free: list[int] = []
+    limit = n if cores is None else min(cores, n)
     next_core = 0
     now = 0
     done = reported = 0
     push, pop = heapq.heappush, heapq.heappop
     while ready or running:
-        while ready and (free or unbounded):
+        while ready and (free or next_core < limit):
             i = pop(ready) % n
             if free:
                 c = pop(free)

@@ -18,6 +18,11 @@ POLICIES = ("fifo", "cp", "rr")
 # Dimemas scheduler names -> ours; SS_MPI_CP is the critical-path policy Tareador uses.
 DIMEMAS_POLICIES = {"FIFO": "fifo", "SS_MPI_CP": "cp", "RR": "rr"}
 MB = float(1 << 20)
+# Every CPU is a line of the results (utilisation per core) and of the Paraver files, so a
+# machine's size is bounded by what those can list; the simulations themselves only ever touch
+# as many CPUs as can be busy at once.
+MAX_CPUS = 1 << 20
+MAX_COUNT = (1 << 31) - 1  # whole numbers (links, buses, instructions of overhead): ample, and exact in C
 
 
 class MachineError(Exception):
@@ -118,11 +123,16 @@ def _checked(values: dict, path) -> Machine:
         elif types[key] == "int":
             if value != int(value):
                 raise MachineError(f"{path}: {key} must be a whole number, not {value!r}")
+            if value > MAX_COUNT and key not in ("nodes", "cores_per_node"):  # those: MAX_CPUS below
+                raise MachineError(f"{path}: {key} = {value:g} is too large; at most {MAX_COUNT}")
             value = int(value)
         out[key] = value
     m = Machine(**out)
     if m.nodes < 1 or m.cores_per_node < 1:
         raise MachineError(f"{path}: nodes and cores_per_node must be at least 1")
+    if m.nodes * m.cores_per_node > MAX_CPUS:
+        raise MachineError(f"{path}: {m.nodes * m.cores_per_node} CPUs (nodes x cores_per_node) are more than the "
+                           f"{MAX_CPUS} tareador simulates (it lists every CPU in its results); use fewer")
     if m.instructions_per_second <= 0 or m.relative_speed <= 0:
         raise MachineError(f"{path}: instructions_per_second and relative_speed must be positive")
     if m.policy is not None and m.policy not in POLICIES:
