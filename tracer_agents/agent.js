@@ -14,6 +14,13 @@ const MARKER_NAMES = ['', 'tareador_ON', 'tareador_OFF', 'tareador_start_task', 
   'tareador_disable_object', 'tareador_enable_object'];
 const STACK_SPAN = 8 * 1024 * 1024;
 const ADDR_NO_RANDOMIZE = 0x0040000;
+/* Libraries installed here (libc, libstdc++, libm, MPI, ...) are not the program: the blocks they
+ * allocate are named by the program's call and stay latent until the program's code touches them. */
+const SYSTEM_DIRECTORIES = ['/lib/', '/lib64/', '/usr/lib/', '/usr/lib64/'];
+/* The ring of the program's calls into libraries (CALLS_OFFSET as in allocations.c): a cursor,
+ * then 16 entries of {return address, stack slot}, aligned to their size so that the stubs wrap
+ * the cursor with an 8-bit add. */
+const CALLS_OFFSET = 256;
 /* Globals that the C runtime or libc put into the executable: never user data. */
 const RUNTIME_GLOBALS = new Set(['stdin', 'stdout', 'stderr', 'environ', '__environ', 'completed.0',
   'optarg', 'optind', 'opterr', 'optopt', 'program_invocation_name', 'program_invocation_short_name']);
@@ -70,6 +77,10 @@ function registerGlobals(shadow) {
 function hookAllocator(cm) {
   const hooks = [['malloc', 'malloc'], ['calloc', 'calloc'], ['realloc', 'realloc'], ['free', 'free'],
     ['memalign', 'memalign'], ['aligned_alloc', 'memalign'], ['posix_memalign', 'posix_memalign']];
+  /* C++ operator new and new[], every variant: a block the program asks for, like malloc's. */
+  for (const array of ['w', 'a'])
+    for (const variant of ['', 'RKSt9nothrow_t', 'St11align_val_t', 'St11align_val_tRKSt9nothrow_t'])
+      hooks.push([`_Zn${array}m${variant}`, 'new']);
   /* mmap/munmap are not hooked: Stalker itself maps code slabs on the traced thread, and a
    * listener there re-enters the analysis. Large mallocs served by mmap are still seen as malloc. */
   for (const [symbol, listener] of hooks) {
@@ -112,7 +123,8 @@ function loadNative(options) {
   const ignored = new Set([lib.name, 'ld-linux-x86-64.so.2', 'linux-vdso.so.1'].concat(options.ignoredModules));
   const analysed = Process.enumerateModules().filter(m => !ignored.has(m.name) && !m.name.startsWith('libtareador'));
   const system = new Set(options.systemModules);
-  const program = analysed.filter(m => !system.has(m.name) && !m.name.startsWith('libc.so'));
+  const program = analysed.filter(m => m.path === Process.mainModule.path ||
+    !(system.has(m.name) || m.name.startsWith('libc.so') || SYSTEM_DIRECTORIES.some(d => m.path.startsWith(d))));
   const markers = Memory.alloc(8 * 7);
   const found = MARKER_NAMES.map((name, k) => (k === 0 ? null : findMarker(name)));
   found.forEach((address, k) => { if (address !== null) markers.add(8 * k).writePointer(address); });
@@ -120,6 +132,11 @@ function loadNative(options) {
   const thread = Memory.alloc(8);
   thread.writeU64(Process.id);
   const blocks = Memory.alloc(8);
+  const stackBounds = Memory.alloc(16);
+  stackBounds.writePointer(stack.low);
+  stackBounds.add(8).writePointer(stack.high);
+  const calls = Memory.alloc(Process.pageSize);
+  calls.writePointer(calls.add(CALLS_OFFSET));
   const mapping = Memory.alloc(16);
   mapping.writePointer(Module.getGlobalExportByName('mmap'));
   mapping.add(8).writePointer(Module.getGlobalExportByName('munmap'));
@@ -133,15 +150,17 @@ function loadNative(options) {
     tareador_markers: markers,
     tareador_blocks: blocks,
     tareador_thread: thread,
+    tareador_stack: stackBounds,
+    tareador_calls: calls,
     tareador_libc_mapping: mapping,
     gettid: Module.getGlobalExportByName('gettid'),
   };
-  for (const name of ['tr_enter_allocator', 'tr_leave_allocator', 'tr_add_object', 'tr_remove_object_at', 'tr_unmap',
-    'tr_move_object', 'tr_mark_written'])
+  for (const name of ['tr_enter_allocator', 'tr_leave_allocator', 'tr_add_object', 'tr_add_latent', 'tr_claim',
+    'tr_remove_object_at', 'tr_unmap', 'tr_move_object', 'tr_mark_written'])
     symbols[name] = lib.getExportByName(name);
   const transform = new CModule(options.transformSource, symbols);
   const allocations = new CModule(options.allocationsSource, symbols);
-  return { shadow, transform, allocations, markers: found, thread, blocks, symbols };
+  return { shadow, transform, allocations, markers: found, thread, blocks, symbols, program, calls };
 }
 
 /* ON/OFF do not nest: ON while on is ignored (and counted for a warning), the first OFF ends the
@@ -202,9 +221,10 @@ function finish(ending) {
   const objectView = new DataView(objects.bytes);
   for (let i = 0; i < objects.n; i++) {
     const kind = objectView.getUint32(40 * i + 24, true);
+    const latent = objectView.getUint32(40 * i + 36, true);
     const site = ptr('0x' + objectView.getBigUint64(40 * i + 16, true).toString(16));
-    /* Sites are return addresses: the call itself is the byte before. */
-    if (kind !== 1 && !site.isNull()) sites[site.toString()] = describe(site.sub(1));
+    /* Sites are return addresses: the call itself is the byte before. Latent objects are not listed. */
+    if (kind !== 1 && !latent && !site.isNull()) sites[site.toString()] = describe(site.sub(1));
   }
   const status = s.status();
   const error = { code: status.error, task: status.errorTask, name: status.errorName };
@@ -229,23 +249,48 @@ function finish(ending) {
   recv('ack', () => {}).wait();
 }
 
-/* Point the program's own GOT entries for mmap/munmap at the native wrappers (allocations.c).
- * Done when main starts, after the dynamic linker has filled the GOT; the program's earlier
- * mappings (constructors) are not objects. */
-function redirectMappings(cm) {
+/* Rewrite the program's GOT entries (done when main starts, after the dynamic linker has filled
+ * them): mmap/munmap go to the native wrappers (allocations.c), so the program's mappings are
+ * objects (not those of constructors, before main); and every call into a library goes through a
+ * stub that notes its return address and stack slot in the calls ring, then jumps on, so that a
+ * block the library allocates is named by the program's line. Stubs use r10 and r11 only,
+ * which no call passes arguments in. */
+function stubLibraryCalls(cm) {
   const wrappers = { mmap: cm.tareador_mmap, mmap64: cm.tareador_mmap, munmap: cm.tareador_munmap };
-  for (const imp of Process.mainModule.enumerateImports()) {
-    if (!(imp.name in wrappers) || !imp.slot) continue;
+  const imports = [];
+  for (const m of native.program)
+    for (const imp of m.enumerateImports())
+      if (imp.type === 'function' && imp.slot && !imp.slot.readPointer().isNull()) imports.push(imp);
+  const size = Math.ceil((64 + 16 * imports.length) / Process.pageSize) * Process.pageSize;
+  /* Kept in native: memory from Memory.alloc is freed with its last reference. */
+  const code = native.stubs = Memory.alloc(size, { near: native.calls, maxDistance: 0x7fff0000 });
+  const stubs = [];
+  Memory.patchCode(code, size, c => {
+    const w = new X86Writer(c, { pc: code });
+    w.putMovRegNearPtr('r10', native.calls);
+    w.putBytes([0xff, 0x34, 0x24, 0x41, 0x8f, 0x02]);  /* push [rsp]; pop [r10]: the return address */
+    w.putBytes([0x49, 0x89, 0x62, 0x08]);              /* mov [r10+8], rsp: its slot */
+    w.putBytes([0x41, 0x80, 0xc2, 0x10]);              /* add r10b, 16: the next entry */
+    w.putMovNearPtrReg(native.calls, 'r10');
+    w.putJmpReg('r11');
+    for (const imp of imports) {
+      stubs.push(code.add(w.offset));
+      w.putMovRegAddress('r11', wrappers[imp.name] || imp.slot.readPointer());
+      w.putJmpAddress(code);
+    }
+    w.flush();
+  });
+  imports.forEach((imp, k) => {
     Memory.protect(imp.slot, Process.pointerSize, 'rw-');
-    imp.slot.writePointer(wrappers[imp.name]);
-  }
+    imp.slot.writePointer(stubs[k]);
+  });
 }
 
 function install() {
   hookAllocator(native.allocations);
   const main = Process.mainModule.findExportByName('main') || Process.mainModule.findSymbolByName('main');
   if (main !== null) {
-    const redirect = Interceptor.attach(main, { onEnter() { redirectMappings(native.allocations); redirect.detach(); } });
+    const redirect = Interceptor.attach(main, { onEnter() { stubLibraryCalls(native.allocations); redirect.detach(); } });
   }
   const onAddress = native.markers[MARK.ON];
   const offAddress = native.markers[MARK.OFF];

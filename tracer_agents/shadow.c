@@ -12,6 +12,10 @@
  * bytes come to differ (a char written alone, an object boundary inside it) is "split": its
  * object word holds SPLIT | slot, and the slot keeps the three words for each of its bytes,
  * until an access makes them agree again. Semantics stay byte-granular either way.
+ * A latent object (a block a system library allocated) keeps writers and readers like any
+ * object but gives no edges until the program's own code touches it (a record flagged
+ * ACCESS_PROGRAM): libc's own buffers stay out, blocks it hands to the program come in with
+ * their history.
  * Only dependency counts leave the process, never individual accesses.
  *
  * Compiled with gcc -O2 (not Frida's TinyCC) because this loop runs for every traced access.
@@ -28,6 +32,7 @@
 #define DIRECTORY_SIZE (1UL << (ADDRESS_BITS - CHUNK_BITS))
 
 #define ACCESS_WRITE 0x40000000u
+#define ACCESS_PROGRAM 0x80000000u
 #define ACCESS_SIZE_MASK 0x3fffffffu
 
 enum { KIND_HEAP = 0, KIND_GLOBAL = 1, KIND_STACK = 2 };
@@ -68,7 +73,7 @@ typedef struct {
 
 typedef struct {
   uint64_t address, size, site;
-  uint32_t kind, disabled, alive, pad;
+  uint32_t kind, disabled, alive, latent;
 } ObjectRow;
 
 typedef struct {
@@ -191,12 +196,18 @@ static inline void run_flush(EdgeRun *run, uint32_t dst) {
 }
 
 static inline void run_add(EdgeRun *run, uint32_t src, uint32_t object, uint32_t dst, uint64_t bytes) {
+  if (objects[object].latent) return;
   if (run->bytes && (run->src != src || run->object != object)) run_flush(run, dst);
   run->src = src; run->object = object; run->bytes += bytes;
 }
 
-static inline int object_enabled(uint32_t object) {
-  return object && !objects[object - 1].disabled;
+/* Whether accesses to object (a shadow id, 0 = none) are analysed; the program's own code
+ * touching a latent object makes it an ordinary one. */
+static inline int object_enabled(uint32_t object, int program) {
+  if (!object) return 0;
+  ObjectRow *o = &objects[object - 1];
+  if (program && o->latent) o->latent = 0;
+  return !o->disabled;
 }
 
 /* ---- split granules ---- */
@@ -286,10 +297,11 @@ static void set_range(uint64_t address, uint64_t size, int field, uint32_t value
 /* ---- the analysis ---- */
 
 /* The bytes [off, off + n) of a split granule, one at a time. */
-static void analyse_split(SplitGranule *s, uint64_t off, uint64_t n, int is_write, uint32_t me, EdgeRuns *runs) {
+static void analyse_split(SplitGranule *s, uint64_t off, uint64_t n, int is_write, int program, uint32_t me,
+                          EdgeRuns *runs) {
   for (uint64_t k = off; k < off + n; k++) {
     uint32_t object = s->object[k];
-    if (!object_enabled(object)) continue;
+    if (!object_enabled(object, program)) continue;
     uint32_t w = s->writer[k], r = s->reader[k];
     if (!is_write) {
       if (r == me) continue;
@@ -308,13 +320,14 @@ static void analyse_split(SplitGranule *s, uint64_t off, uint64_t n, int is_writ
 /* One access's bytes [i, i + n) inside chunk c, by task instance me (ids are +1 in shadow).
  * A whole granule whose bytes agree is one step; a partial access that changes nothing (a
  * re-read, a re-write, another object) keeps the granule whole; anything else splits it. */
-static void analyse_in_chunk(ShadowChunk *c, uint64_t i, uint64_t n, int is_write, uint32_t me, EdgeRuns *runs) {
+static void analyse_in_chunk(ShadowChunk *c, uint64_t i, uint64_t n, int is_write, int program, uint32_t me,
+                             EdgeRuns *runs) {
   for (uint64_t end = i + n; i < end;) {
     uint64_t g = i / GRANULE, off = i % GRANULE, take = GRANULE - off < end - i ? GRANULE - off : end - i;
     uint32_t object = c->object[g];
     i += take;
     if (!(object & SPLIT)) {
-      if (!object_enabled(object)) continue;
+      if (!object_enabled(object, program)) continue;
       uint32_t w = c->writer[g], r = c->reader[g];
       if (!is_write) {
         if (r == me) continue;
@@ -335,12 +348,12 @@ static void analyse_in_chunk(ShadowChunk *c, uint64_t i, uint64_t n, int is_writ
       }
       if (!split(c, g)) continue;
     }
-    analyse_split(&splits[c->object[g] & ~SPLIT], off, take, is_write, me, runs);
+    analyse_split(&splits[c->object[g] & ~SPLIT], off, take, is_write, program, me, runs);
     maybe_join(c, g);
   }
 }
 
-static void analyse(uint64_t address, uint64_t size, int is_write, uint32_t me, EdgeRuns *runs) {
+static void analyse(uint64_t address, uint64_t size, int is_write, int program, uint32_t me, EdgeRuns *runs) {
   uint64_t end = address + size;
   if (address < tr_state.private_top && end > tr_state.stack_low) {
     if (end <= tr_state.private_top) return;
@@ -350,7 +363,7 @@ static void analyse(uint64_t address, uint64_t size, int is_write, uint32_t me, 
     uint64_t chunk_end = (address | (CHUNK_SIZE - 1)) + 1;
     uint64_t stop = end < chunk_end ? end : chunk_end;
     ShadowChunk *c = chunk_of(address, 0);
-    if (c) analyse_in_chunk(c, address & (CHUNK_SIZE - 1), stop - address, is_write, me, runs);
+    if (c) analyse_in_chunk(c, address & (CHUNK_SIZE - 1), stop - address, is_write, program, me, runs);
     address = stop;
   }
 }
@@ -365,7 +378,7 @@ void tr_flush(void) {
   EdgeRuns runs = { { 0, 0, DEP_RAW, 0 }, { 0, 0, DEP_WAW, 0 }, { 0, 0, DEP_WAR, 0 } };
   for (; r < end; r++) {
     uint32_t info = (uint32_t) r->info;
-    analyse(r->address, info & ACCESS_SIZE_MASK, (info & ACCESS_WRITE) != 0, me, &runs);
+    analyse(r->address, info & ACCESS_SIZE_MASK, (info & ACCESS_WRITE) != 0, (info & ACCESS_PROGRAM) != 0, me, &runs);
   }
   run_flush(&runs.raw, me - 1);
   run_flush(&runs.waw, me - 1);
@@ -398,14 +411,30 @@ int64_t tr_add_object(uint64_t address, uint64_t size, uint32_t kind, uint64_t s
   }
   ObjectRow *o = &objects[object_count];
   o->address = address; o->size = size; o->site = site; o->kind = kind;
-  o->disabled = 0; o->alive = 1;
+  o->disabled = 0; o->alive = 1; o->latent = 0;
   fill_range(address, size, (uint32_t) object_count + 1, keep_history);
   return (int64_t) object_count++;
+}
+
+/* A block a system library allocated: latent until the program's own code touches it. */
+int64_t tr_add_latent(uint64_t address, uint64_t size, uint64_t site) {
+  int64_t id = tr_add_object(address, size, KIND_HEAP, site, 0);
+  if (id >= 0) objects[id].latent = 1;
+  return id;
 }
 
 static uint32_t object_at(uint64_t address) {
   ShadowChunk *c = chunk_of(address, 0);
   return c ? byte_field(c, address & (CHUNK_SIZE - 1), FIELD_OBJECT) : 0;
+}
+
+/* The program got the block at address from an allocator it called at site (operator new): the
+ * latent object its system library made there is the program's. */
+void tr_claim(uint64_t address, uint64_t site) {
+  uint32_t id = object_at(address);
+  if (!id || objects[id - 1].address != address) return;
+  objects[id - 1].latent = 0;
+  objects[id - 1].site = site;
 }
 
 /* free(): the object ends; nothing flows from it to a later block at the same address. */
@@ -423,23 +452,29 @@ void tr_unmap(uint64_t address, uint64_t length) {
   if (id && objects[id - 1].address == address && length >= objects[id - 1].size) tr_remove_object_at(address);
 }
 
-/* realloc() that moved a block: the new block inherits the last writer of every moved byte. */
-void tr_move_object(uint64_t old_address, uint64_t new_address, uint64_t new_size, uint64_t site) {
+/* realloc(): the new block inherits the last writer of every byte it keeps. by_system: a system
+ * library resized the block (getline growing its line), which stays what it was, latent or the
+ * program's, and keeps its name; a block it makes from nothing is latent. */
+void tr_move_object(uint64_t old_address, uint64_t new_address, uint64_t new_size, uint64_t site, uint32_t by_system) {
   uint32_t id = old_address ? object_at(old_address) : 0;
   if (!id || objects[id - 1].address != old_address) {
-    tr_add_object(new_address, new_size, KIND_HEAP, site, 0);
+    if (by_system) tr_add_latent(new_address, new_size, site);
+    else tr_add_object(new_address, new_size, KIND_HEAP, site, 0);
     return;
   }
   /* Not a pointer: tr_add_object may move the objects table. */
   uint64_t old_size = objects[id - 1].size;
+  uint32_t latent = by_system && objects[id - 1].latent;
+  if (by_system) site = objects[id - 1].site;
   objects[id - 1].alive = 0;
+  /* Resized in place: the bytes keep their history; those given back belong to nobody. */
+  int64_t fresh = tr_add_object(new_address, new_size, KIND_HEAP, site, new_address == old_address);
+  if (fresh >= 0) objects[fresh].latent = latent;
   if (new_address == old_address) {
-    /* Resized in place: the bytes keep their history; those given back belong to nobody. */
-    tr_add_object(new_address, new_size, KIND_HEAP, site, 1);
     if (new_size < old_size) fill_range(new_address + new_size, old_size - new_size, 0, 0);
     return;
   }
-  if (tr_add_object(new_address, new_size, KIND_HEAP, site, 0) < 0) return;
+  if (fresh < 0) return;
   uint64_t moved = old_size < new_size ? old_size : new_size;
   /* Whole granules while both blocks are aligned alike (malloc's 16-byte alignment), bytes else. */
   int aligned = (old_address % GRANULE) == 0 && (new_address % GRANULE) == 0;

@@ -11,6 +11,7 @@
 #include <gum/gumstalker.h>
 
 #define ACCESS_WRITE 0x40000000u
+#define ACCESS_PROGRAM 0x80000000u
 #define RED_ZONE 128
 #define CHECK_EVERY 2048
 
@@ -20,9 +21,11 @@ extern TracerStateHead tr_state;
 extern void tr_flush_callout (GumCpuContext * cpu, gpointer data);
 extern void tr_marker (guint kind, guint64 argument, guint64 sp, guint64 return_address, guint64 rbp);
 extern void tr_translated (guint64 translated, guint64 original);
-/* Filled by the agent: [start, end) pairs of code to analyse, ended by a 0 pair; and the
+/* Filled by the agent: [start, end) pairs of code to analyse, and of the program's own code (not
+ * a system library's: its accesses are flagged ACCESS_PROGRAM), each ended by a 0 pair; and the
  * addresses of the marker functions indexed by marker kind (0 where absent). */
 extern guint64 tareador_code_ranges[];
+extern guint64 tareador_user_ranges[];
 extern guint64 tareador_markers[];
 extern guint64 tareador_blocks[];
 
@@ -113,14 +116,13 @@ static void put_string_range (GumX86Writer * w, guint element)
   gum_x86_writer_put_label (w, upwards);
 }
 
-static void put_record (GumX86Writer * w, const cs_insn * insn, const cs_x86_op * op, gboolean write,
+static void put_record (GumX86Writer * w, const cs_insn * insn, const cs_x86_op * op, guint32 flags,
     gboolean repeated)
 {
   gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, -RED_ZONE);
   gum_x86_writer_put_push_reg (w, GUM_X86_RAX);
   gum_x86_writer_put_push_reg (w, GUM_X86_RBX);
   put_address (w, insn, &op->mem);
-  guint32 flags = write ? ACCESS_WRITE : 0;
   if (repeated)
   {
     put_string_range (w, op->size);
@@ -169,9 +171,10 @@ static guint access_of (const cs_insn * insn, int i, const cs_x86_op * op)
   return op->access ? op->access : CS_AC_READ;
 }
 
-/* Returns the number of records the instruction appends. Reads come first: an instruction reads
- * its operands before it writes, which matters when they overlap (memmove's rep movsb). */
-static guint put_accesses (GumX86Writer * w, const cs_insn * insn)
+/* Returns the number of records the instruction appends; origin is 0 or ACCESS_PROGRAM. Reads
+ * come first: an instruction reads its operands before it writes, which matters when they overlap
+ * (memmove's rep movsb). */
+static guint put_accesses (GumX86Writer * w, const cs_insn * insn, guint32 origin)
 {
   const cs_x86 * x = &insn->detail->x86;
   guint records = 0;
@@ -184,7 +187,7 @@ static guint put_accesses (GumX86Writer * w, const cs_insn * insn)
       const cs_x86_op * op = &x->operands[i];
       if (op->type != X86_OP_MEM || op->size == 0 || !is_analysable (&op->mem) || !(access_of (insn, i, op) & kind))
         continue;
-      put_record (w, insn, op, kind == CS_AC_WRITE, repeated);
+      put_record (w, insn, op, origin | (kind == CS_AC_WRITE ? ACCESS_WRITE : 0), repeated);
       records++;
     }
   return records;
@@ -222,9 +225,9 @@ static guint8 * put_prologue (GumStalkerIterator * it, GumX86Writer * w, gboolea
   return patch;
 }
 
-static gboolean in_code_ranges (guint64 address)
+static gboolean in_ranges (const guint64 * r, guint64 address)
 {
-  for (guint64 * r = tareador_code_ranges; r[0] != 0 || r[1] != 0; r += 2)
+  for (; r[0] != 0 || r[1] != 0; r += 2)
     if (address >= r[0] && address < r[1])
       return TRUE;
   return FALSE;
@@ -248,6 +251,7 @@ void transform (GumStalkerIterator * it, GumStalkerOutput * output, gpointer use
   GumX86Writer * w = output->writer.x86;
   const cs_insn * insn;
   gboolean first = TRUE, analyse = FALSE;
+  guint32 origin = 0;
   guint8 * count_patch = NULL;
   guint instructions = 0, unchecked = 0;
 
@@ -259,7 +263,8 @@ void transform (GumStalkerIterator * it, GumStalkerOutput * output, gpointer use
       first = FALSE;
       if (kind != 0)
         gum_stalker_iterator_put_callout (it, on_marker, GUINT_TO_POINTER (kind), NULL);
-      analyse = kind == 0 && in_code_ranges (insn->address);
+      analyse = kind == 0 && in_ranges (tareador_code_ranges, insn->address);
+      origin = in_ranges (tareador_user_ranges, insn->address) ? ACCESS_PROGRAM : 0;
       if (analyse)
       {
         count_patch = put_prologue (it, w, TRUE);
@@ -274,7 +279,7 @@ void transform (GumStalkerIterator * it, GumStalkerOutput * output, gpointer use
         put_prologue (it, w, FALSE);
         unchecked = 0;
       }
-      unchecked += put_accesses (w, insn);
+      unchecked += put_accesses (w, insn, origin);
     }
     tr_translated (w->pc, insn->address);
     gum_stalker_iterator_keep (it);

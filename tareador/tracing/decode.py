@@ -18,7 +18,7 @@ from tareador.taskgraph.model import DEPENDENCY_KINDS, DataObject, Dependency, T
 TASK_ROW = np.dtype([("name", "<u4"), ("parent", "<u4"), ("instance", "<u4"), ("pad", "<u4"), ("start", "<u8"),
                      ("end", "<u8"), ("instructions", "<u8")])
 OBJECT_ROW = np.dtype([("address", "<u8"), ("size", "<u8"), ("site", "<u8"), ("kind", "<u4"),
-                       ("disabled", "<u4"), ("alive", "<u4"), ("pad", "<u4")])
+                       ("disabled", "<u4"), ("alive", "<u4"), ("latent", "<u4")])
 EDGE_ROW = np.dtype([("src", "<u4"), ("dst", "<u4"), ("object", "<u4"), ("kind", "<u4"), ("bytes", "<u8")])
 OBJECT_KINDS = ("heap", "global", "stack")
 NO_PARENT = 0xFFFFFFFF
@@ -33,7 +33,19 @@ def split_tables(meta: dict, data: bytes) -> tuple[np.ndarray, np.ndarray, np.nd
     tasks = np.frombuffer(data, TASK_ROW, counts["tasks"], 0)
     objects = np.frombuffer(data, OBJECT_ROW, counts["objects"], sizes[0])
     edges = np.frombuffer(data, EDGE_ROW, counts["edges"], sizes[0] + sizes[1])
-    return tasks, objects, edges
+    return (tasks, *_listed(objects, edges))
+
+
+def _listed(objects: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Latent objects, blocks a system library allocated that the program's code never touched,
+    are the library's own (stdio buffers, FILE structs): they carry no edges and are not listed.
+    The others are numbered without gaps."""
+    listed = objects["latent"] == 0
+    if listed.all():
+        return objects, edges
+    edges = edges.copy()
+    edges["object"] = (np.cumsum(listed) - 1)[edges["object"]]
+    return objects[listed], edges
 
 
 def refine_source_lines(sites: list[dict]) -> None:
