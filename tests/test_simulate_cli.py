@@ -130,9 +130,10 @@ def test_unwritable_outputs_are_one_line(tareador, trace_dir, tmp_path):
     assert status == 2 and "No such file or directory" in err and err.count("\n") == 1
 
 
-def test_bad_core_list(tareador, trace_dir):
-    with pytest.raises(SystemExit):
-        tareador("simulate", trace_dir, "--cores", "0,2")
+def test_bad_core_list_is_one_line(tareador, trace_dir):
+    status, _, err = tareador("simulate", trace_dir, "--cores", "0,2")
+    assert status == 2 and err == "tareador: --cores: '0' is not a core count; give positive integers or inf, " \
+        "e.g. 1,4,inf\n"
 
 
 def test_empty_trace(tareador, tmp_path):

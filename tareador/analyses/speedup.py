@@ -47,10 +47,11 @@ class Study:
 
 
 def study(dag: Dag, cores: list[int | None], policy: str, machine: Machine, overhead: int | None = None,
-          progress=None) -> Study:
-    """Simulate every core count (None = unbounded); adjacency and priorities are computed once."""
+          progress=None, adjacency=None) -> Study:
+    """Simulate every core count (None = unbounded); adjacency and priorities are computed once,
+    adjacency once for every study of one graph when given."""
     overhead = machine.task_overhead if overhead is None else overhead
-    adjacency = successors(dag)
+    adjacency = adjacency or successors(dag)
     levels = bottom_levels(dag, dag.weight, adjacency)
     cp_levels = levels if overhead == 0 else bottom_levels(dag, durations(dag, overhead), adjacency)
     schedules = [simulate(dag, c, policy, overhead, progress, adjacency, cp_levels) for c in cores]

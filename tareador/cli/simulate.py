@@ -17,16 +17,7 @@ def register(subparsers) -> None:
                "--machine examples/machines/laptop.toml",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace_dir", metavar="DIR", help="trace directory written by 'tareador trace'")
-    p.add_argument("--cores", type=_core_list,
-                   help="comma-separated core counts, 'inf' = unbounded (default 1,2,4,8,16,inf; with --machine, "
-                        "the powers of two up to the machine's cores, its cores, and inf)")
-    p.add_argument("--policy", choices=["cp", "fifo"],
-                   help="ready tasks run longest-remaining-path first (cp) or in creation order (fifo); "
-                        "default: the machine file's policy if it is one of these, else cp")
-    p.add_argument("--overhead", type=int, metavar="INSTR",
-                   help="runtime cost of each task instance in instructions (default: the machine's)")
-    p.add_argument("--machine", metavar="FILE", help="machine TOML or Dimemas .cfg (instructions per second, "
-                   "relative speed, task overhead)")
+    add_machine_options(p)
     p.add_argument("--prv", action="store_true", help="write a Paraver trace of each simulation")
     p.add_argument("--chrome", action="store_true", help="write a Chrome/Perfetto JSON of each simulation")
     p.add_argument("--plot", action="store_true", help="write speedup.png, profile.png and gantt.png")
@@ -38,7 +29,35 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _core_list(text: str) -> list[int | None]:
+def add_machine_options(p) -> None:
+    """The machine a simulation runs on: options shared by every command that simulates."""
+    p.add_argument("--cores", help="comma-separated core counts, 'inf' = unbounded (default 1,2,4,8,16,inf; with "
+                   "--machine, the powers of two up to the machine's cores, its cores, and inf)")
+    p.add_argument("--policy", choices=["cp", "fifo"],
+                   help="ready tasks run longest-remaining-path first (cp) or in creation order (fifo); "
+                        "default: the machine file's policy if it is one of these, else cp")
+    p.add_argument("--overhead", type=int, metavar="INSTR",
+                   help="runtime cost of each task instance in instructions (default: the machine's)")
+    p.add_argument("--machine", metavar="FILE", help="machine TOML or Dimemas .cfg (instructions per second, "
+                   "relative speed, task overhead)")
+
+
+def machine_options(args):
+    """(machine, core counts, policy) of ``add_machine_options``' arguments; UserError if unusable."""
+    from tareador.cli.main import UserError
+    from tareador.replay.machine import MAX_COUNT
+
+    if args.overhead is not None and not 0 <= args.overhead <= MAX_COUNT:
+        raise UserError(f"--overhead must be >= 0 and at most {MAX_COUNT} instructions")
+    machine = load_machine_arg(args.machine)
+    cores = core_list(args.cores) if args.cores is not None else default_cores(machine, args.machine is not None)
+    policy = args.policy or (machine.policy if machine.policy in ("cp", "fifo") else "cp")
+    return machine, cores, policy
+
+
+def core_list(text: str) -> list[int | None]:
+    """Parsed here rather than by argparse so that a bad count is one line, not a usage message."""
+    from tareador.cli.main import UserError
     from tareador.replay.machine import MAX_CPUS
 
     out = []
@@ -49,10 +68,10 @@ def _core_list(text: str) -> list[int | None]:
         elif part.isdigit() and 0 < int(part) <= MAX_CPUS:
             out.append(int(part))
         elif part.isdigit() and int(part) > 0:
-            raise argparse.ArgumentTypeError(f"{part} cores are more than the {MAX_CPUS} tareador simulates (it lists "
-                                             "every core in its results); use inf for an unbounded machine")
+            raise UserError(f"--cores: {part} cores are more than the {MAX_CPUS} tareador simulates (it lists every "
+                            "core in its results); use inf for an unbounded machine")
         else:
-            raise argparse.ArgumentTypeError(f"{part!r} is not a core count (a positive integer or inf)")
+            raise UserError(f"--cores: {part!r} is not a core count; give positive integers or inf, e.g. 1,4,inf")
     return out
 
 
@@ -87,13 +106,8 @@ def run(args) -> int:
     from tareador.analyses.speedup import study
     from tareador.cli.main import UserError
     from tareador.replay.dag import load_dag
-    from tareador.replay.machine import MAX_COUNT
 
-    if args.overhead is not None and not 0 <= args.overhead <= MAX_COUNT:
-        raise UserError(f"--overhead must be >= 0 and at most {MAX_COUNT} instructions")
-    machine = load_machine_arg(args.machine)
-    cores = args.cores or default_cores(machine, args.machine is not None)
-    policy = args.policy or (machine.policy if machine.policy in ("cp", "fifo") else "cp")
+    machine, cores, policy = machine_options(args)
     try:
         dag = load_dag(args.trace_dir)
         if not dag.n:

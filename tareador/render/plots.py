@@ -1,4 +1,4 @@
-"""PNG plots of simulated runs: speedup curve, parallelism profile, Gantt chart by core.
+"""PNG plots of simulated runs: speedup curve, parallelism profile, Gantt chart by core, what-if bars.
 
 Figures are built with matplotlib's object API on the Agg canvas, so nothing depends on a
 display or on pyplot's global state.
@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from tareador.analyses.speedup import Study, parallelism_profile
+from tareador.analyses.whatif import WhatIf
 from tareador.files import output_file, printable
 from tareador.render.summary import time_unit
 from tareador.replay.dag import Schedule
@@ -84,4 +85,31 @@ def plot_gantt(schedule: Schedule, names: list[str], rate: float, path: str | Pa
     # An unescaped '$' would make matplotlib parse a task name as mathtext (and fail on most).
     ax.legend(handles=[Patch(color=colours[k], label=printable(k).replace("$", r"\$")) for k in kinds],
               loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+    return _save(fig, path)
+
+
+def plot_whatif(result: WhatIf, cores: int | None, path: str | Path) -> Path:
+    """Overall speedup of accelerating each task type on one machine, a bar per factor, the most
+    beneficial type on top, each labelled with its shares of the work and of the critical path."""
+    ranked = result.ranking(cores)
+    fig = Figure(figsize=(8, 1.2 + 0.35 * len(ranked) * (len(result.factors) + 1)))
+    ax = fig.add_subplot()
+    height = 1 / (len(result.factors) + 1)
+    y = np.arange(len(ranked))
+    for f, k in enumerate(result.factors):
+        gain = np.array([100 * (result.benefit(t.name, k, cores) - 1) for t in ranked])
+        shown = np.where(np.isinf(gain), np.nan, gain)
+        bars = ax.barh(y + (f - (len(result.factors) - 1) / 2) * height, np.nan_to_num(shown), height,
+                       label="takes no time" if k == np.inf else f"{k:g}× faster")
+        ax.bar_label(bars, [f"{g:+.1f}%" if np.isfinite(g) else "∞" for g in gain], fontsize="x-small", padding=2)
+    ax.set_yticks(y, [f"{t.name}\nwork {100 * result.work_share(t):.1f}%, crit. path "
+                      f"{100 * result.critical_share(t):.1f}%" for t in ranked], fontsize="small")
+    ax.invert_yaxis()
+    ax.margins(x=0.15)
+    base = result.baseline[result.cores.index(cores)] / result.rate
+    scale, unit = time_unit(base)
+    ax.set_xlabel("overall speedup over the unaccelerated run (%)")
+    ax.set_title(f"accelerating one task type, {'∞' if cores is None else cores} cores, {result.policy} "
+                 f"(unaccelerated {base * scale:.4g} {unit})")
+    ax.legend(fontsize="small")
     return _save(fig, path)

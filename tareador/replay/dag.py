@@ -231,6 +231,24 @@ def bottom_levels(dag: Dag, duration: np.ndarray, adjacency=None) -> list[int]:
     return level
 
 
+def critical_path(dag: Dag, duration: np.ndarray, levels: list[int], adjacency=None) -> list[int]:
+    """One longest path, as indices from its first instance to its last. Where several tie, the
+    earliest-created instance is taken at each step, so the same trace always gives the same path."""
+    if not dag.n:
+        return []
+    offsets, succ = adjacency or successors(dag)
+    dur = duration.tolist()
+    i = levels.index(max(levels))
+    path = [i]
+    while True:
+        rest = levels[i] - dur[i]
+        following = [j for j in succ[offsets[i]:offsets[i + 1]] if levels[j] == rest]
+        if not following:
+            return path
+        i = min(following)
+        path.append(i)
+
+
 def simulate(dag: Dag, cores: int | None, policy: str = "cp", overhead: int = 0, progress=None,
              adjacency=None, levels: list[int] | None = None) -> Schedule:
     """Greedy list scheduling: whenever a core is free it takes the best ready instance.
