@@ -20,6 +20,7 @@ demo: examples
 	tareador trace -o $(DEMO) -- examples/bin/cholesky 6 32
 	tareador graph $(DEMO)
 	tareador simulate $(DEMO) --cores 1,2,4,8,16,inf --plot --prv --chrome --csv --dim
+	tareador whatif $(DEMO) --factors 2,inf --cores 1,4,16,inf --plot
 
 test: deps
 	$(PYTHON) -m pytest -q

@@ -10,25 +10,14 @@ import pytest
 
 from conftest import write_c
 from tareador.analyses.whatif import whatif
-from tareador.cli.main import main
 from tareador.replay.dag import dag_from_trace
 from tareador.replay.machine import Machine
 from tareador.taskgraph.store import save
 from tareador.tracing.run import trace
 from tests.test_replay_dag import make
+from tests.test_simulate_cli import tareador  # noqa: F401  (fixture)
 
 PROGRAM = "main (program)"
-
-
-@pytest.fixture
-def tareador(capsys):
-    """Run the console script in-process: (exit status, stdout, stderr)."""
-    def run(*argv):
-        status = main([str(a) for a in argv])
-        out = capsys.readouterr()
-        return status, out.out, out.err
-
-    return run
 
 
 def long_and_short():

@@ -101,6 +101,10 @@ def label(x: float | None):
     return "inf" if x is None or x == math.inf else x
 
 
+def machine_name(cores: int | None) -> str:
+    return f"{label(cores)} core{'' if cores == 1 else 's'}"
+
+
 def type_names(dag: Dag) -> list[str]:
     """The task type of every fragment, main's own code as PROGRAM."""
     return [PROGRAM if m else n for n, m in zip(dag.names, dag.is_main.tolist())]
@@ -109,10 +113,8 @@ def type_names(dag: Dag) -> list[str]:
 def accelerate(weight: np.ndarray, which: np.ndarray, factor: float) -> np.ndarray:
     """Weights with the ``which`` fragments ``factor`` times faster, to the nearest instruction
     (the simulator counts whole instructions)."""
-    faster = np.zeros(int(which.sum()), np.int64) if factor == math.inf else \
-        np.rint(weight[which] / factor).astype(np.int64)
     out = weight.copy()
-    out[which] = faster
+    out[which] = 0 if factor == math.inf else np.rint(weight[which] / factor)
     return out
 
 

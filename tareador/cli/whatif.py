@@ -45,7 +45,7 @@ def factor_list(text: str) -> list[float]:
 
 
 def run(args) -> int:
-    from tareador.analyses.whatif import type_names, whatif
+    from tareador.analyses.whatif import label, type_names, whatif
     from tareador.cli.main import UserError
     from tareador.replay.dag import load_dag
 
@@ -67,7 +67,7 @@ def run(args) -> int:
     if args.plot:
         from tareador.render.plots import plot_whatif
 
-        written += [plot_whatif(result, c, out / f"whatif-{'inf' if c is None else c}.png") for c in result.cores]
+        written += [plot_whatif(result, c, out / f"whatif-{label(c)}.png") for c in result.cores]
     if args.csv:
         written.append(_write_csv(out / "whatif.csv", result))
     if args.json:
@@ -80,7 +80,7 @@ def run(args) -> int:
 
 
 def format_whatif(result) -> str:
-    from tareador.analyses.whatif import ratio
+    from tareador.analyses.whatif import machine_name, ratio
     from tareador.render.summary import format_seconds as seconds
 
     lines = [f"T1 (sequential)    {seconds(result.t1 / result.rate)}",
@@ -88,19 +88,18 @@ def format_whatif(result) -> str:
              f"policy {result.policy}, runtime overhead {result.overhead} instructions per task, "
              f"{result.rate:.4g} instructions per second",
              "benefit: overall speedup over the unaccelerated run on the same cores; "
-             "speedup: over the sequential run T1"]
+             "speedup: over T1, the unaccelerated sequential run"]
     width = max([len(t.name) for t in result.types] + [9])
     heads = "".join(f"{'x' + _number(k) + ' benefit':>15} {'speedup':>8}" for k in result.factors)
     for c, base in zip(result.cores, result.baseline):
-        lines += ["", f"{'inf' if c is None else c} core{'' if c == 1 else 's'}: {seconds(base / result.rate)} unaccelerated, "
+        lines += ["", f"{machine_name(c)}: {seconds(base / result.rate)} unaccelerated, "
                       f"speedup {_number(ratio(result.t1, base), '.2f')}",
                   f"{'task type':<{width}} {'work':>7} {'c.path':>7}{heads}"]
         for t in result.ranking(c):
-            cells = "".join(f"{_percent(result.benefit(t.name, k, c)):>15} "
-                            f"{_number(ratio(result.t1, m), '.2f'):>8}"
-                            for k in result.factors for m in [result.time(t.name, k, c)])
+            cells = [f"{_percent(result.benefit(t.name, k, c)):>15} "
+                     f"{_number(ratio(result.t1, result.time(t.name, k, c)), '.2f'):>8}" for k in result.factors]
             lines.append(f"{t.name:<{width}} {100 * result.work_share(t):>6.1f}% "
-                         f"{100 * result.critical_share(t):>6.1f}%{cells}")
+                         f"{100 * result.critical_share(t):>6.1f}%{''.join(cells)}")
     return "\n".join(lines)
 
 

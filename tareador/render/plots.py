@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from tareador.analyses.speedup import Study, parallelism_profile
-from tareador.analyses.whatif import WhatIf
+from tareador.analyses.whatif import WhatIf, machine_name
 from tareador.files import output_file, printable
 from tareador.render.summary import time_unit
 from tareador.replay.dag import Schedule
@@ -109,7 +109,7 @@ def plot_whatif(result: WhatIf, cores: int | None, path: str | Path) -> Path:
     base = result.baseline[result.cores.index(cores)] / result.rate
     scale, unit = time_unit(base)
     ax.set_xlabel("overall speedup over the unaccelerated run (%)")
-    ax.set_title(f"accelerating one task type, {'∞' if cores is None else cores} cores, {result.policy} "
+    ax.set_title(f"accelerating one task type, {machine_name(cores)}, {result.policy} "
                  f"(unaccelerated {base * scale:.4g} {unit})")
     ax.legend(fontsize="small")
     return _save(fig, path)
