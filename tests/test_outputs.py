@@ -3,6 +3,7 @@ every task name shown literally whatever characters it holds (real binaries, rea
 
 from __future__ import annotations
 
+import csv
 import itertools
 import json
 import os
@@ -80,6 +81,12 @@ def test_hostile_task_names_are_shown_literally_everywhere(chain, capsys, tmp_pa
     events = json.loads((tmp_path / "simulation-2.json").read_text())["traceEvents"]
     assert {e["name"] for e in events if e["ph"] == "X"} == set(HOSTILE) | {"main"}
     assert (tmp_path / "gantt.png").stat().st_size > 0
+    assert main(["whatif", str(d), "--cores", "2", "--factors", "2", "--plot", "--csv", "-o", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "line\\nbreak" in out and "\x1b" not in out
+    with (tmp_path / "whatif.csv").open(newline="", encoding="utf-8") as f:
+        assert {r["type"] for r in csv.DictReader(f)} == set(HOSTILE) | {"main (program)"}
+    assert (tmp_path / "whatif-2.png").stat().st_size > 0
 
 
 def test_object_names_in_edge_labels_are_escaped(chain, tmp_path):
@@ -109,6 +116,7 @@ def test_a_new_trace_removes_the_outputs_of_the_previous_one(chain):
     exe, d = chain(["first", "second"])
     assert main(["graph", str(d), "--png"]) == 0
     assert main(["simulate", str(d), "--cores", "1,inf", "--prv", "--chrome", "--csv", "--dim"]) == 0
+    assert main(["whatif", str(d), "--cores", "1", "--factors", "2", "--plot", "--csv"]) == 0
     (d / "notes.txt").write_text("mine\n")
     trace([exe], d, progress=False)
     assert sorted(p.name for p in d.iterdir()) == ["deps.csv", "notes.txt", "objects.csv", "summary.json",

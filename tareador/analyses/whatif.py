@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tareador.analyses.speedup import study
-from tareador.render.summary import PROGRAM
+from tareador.render.summary import PROGRAM, plural
 from tareador.replay.dag import Dag, bottom_levels, critical_path, successors
 from tareador.replay.machine import Machine
 
@@ -102,7 +102,7 @@ def label(x: float | None):
 
 
 def machine_name(cores: int | None) -> str:
-    return f"{label(cores)} core{'' if cores == 1 else 's'}"
+    return plural(label(cores), "core")
 
 
 def type_names(dag: Dag) -> list[str]:

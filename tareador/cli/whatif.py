@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 from pathlib import Path
@@ -14,7 +15,9 @@ def register(subparsers) -> None:
         "whatif", help="simulate each task type made k times faster: which one is worth optimising",
         description="For each task type, accelerate its instances by each factor and simulate the run on each "
                     "core count; rank the types by the overall speedup they give, beside their share of the work "
-                    "and of the critical path.")
+                    "and of the critical path.",
+        epilog="example:\n  tareador whatif chol.tareador --factors 2,10,inf --cores 1,4,64 --plot",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace_dir", metavar="DIR", help="trace directory written by 'tareador trace'")
     p.add_argument("--factors", default="2,10,inf",
                    help="comma-separated acceleration factors > 0, 'inf' = the type takes no time (default 2,10,inf)")
@@ -81,15 +84,17 @@ def run(args) -> int:
 
 def format_whatif(result) -> str:
     from tareador.analyses.whatif import machine_name, ratio
+    from tareador.files import printable
+    from tareador.render.summary import LABEL
     from tareador.render.summary import format_seconds as seconds
 
-    lines = [f"T1 (sequential)    {seconds(result.t1 / result.rate)}",
-             f"T-inf (crit.path) {seconds(result.tinf / result.rate)}",
+    lines = [f"{'T1 (sequential)':<{LABEL}}{seconds(result.t1 / result.rate)}",
+             f"{'T-inf (crit.path)':<{LABEL}}{seconds(result.tinf / result.rate)}",
              f"policy {result.policy}, runtime overhead {result.overhead} instructions per task, "
              f"{result.rate:.4g} instructions per second",
              "benefit: overall speedup over the unaccelerated run on the same cores; "
              "speedup: over T1, the unaccelerated sequential run"]
-    width = max([len(t.name) for t in result.types] + [9])
+    width = max([len(printable(t.name)) for t in result.types] + [9])
     heads = "".join(f"{'x' + _number(k) + ' benefit':>15} {'speedup':>8}" for k in result.factors)
     for c, base in zip(result.cores, result.baseline):
         lines += ["", f"{machine_name(c)}: {seconds(base / result.rate)} unaccelerated, "
@@ -98,7 +103,7 @@ def format_whatif(result) -> str:
         for t in result.ranking(c):
             cells = [f"{_percent(result.benefit(t.name, k, c)):>15} "
                      f"{_number(ratio(result.t1, result.time(t.name, k, c)), '.2f'):>8}" for k in result.factors]
-            lines.append(f"{t.name:<{width}} {100 * result.work_share(t):>6.1f}% "
+            lines.append(f"{printable(t.name):<{width}} {100 * result.work_share(t):>6.1f}% "
                          f"{100 * result.critical_share(t):>6.1f}%{''.join(cells)}")
     return "\n".join(lines)
 
@@ -115,8 +120,10 @@ def _percent(benefit: float) -> str:
 def _write_csv(path: Path, result) -> Path:
     import csv
 
+    from tareador.files import output_file
+
     rows = result.rows()
-    with path.open("w", newline="") as f:
+    with output_file(path, newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)

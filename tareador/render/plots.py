@@ -31,6 +31,12 @@ def _save(fig: Figure, path: str | Path) -> Path:
     return Path(path)
 
 
+def _text(name: str) -> str:
+    """A task name as matplotlib shows it literally: an unescaped '$' would make it parse the name
+    as mathtext (and fail on most)."""
+    return printable(name).replace("$", r"\$")
+
+
 def plot_speedup(study: Study, path: str | Path) -> Path:
     finite = [(s.cores, s.makespan) for s in study.schedules if s.cores is not None]
     fig = Figure(figsize=(6, 4))
@@ -82,8 +88,7 @@ def plot_gantt(schedule: Schedule, names: list[str], rate: float, path: str | Pa
     ax.set_xlim(0, schedule.makespan / rate * scale)
     ax.set_xlabel(f"time ({unit})")
     ax.set_title(f"{schedule.label} cores, {schedule.policy}")
-    # An unescaped '$' would make matplotlib parse a task name as mathtext (and fail on most).
-    ax.legend(handles=[Patch(color=colours[k], label=printable(k).replace("$", r"\$")) for k in kinds],
+    ax.legend(handles=[Patch(color=colours[k], label=_text(k)) for k in kinds],
               loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     return _save(fig, path)
 
@@ -102,7 +107,7 @@ def plot_whatif(result: WhatIf, cores: int | None, path: str | Path) -> Path:
         bars = ax.barh(y + (f - (len(result.factors) - 1) / 2) * height, np.nan_to_num(shown), height,
                        label="takes no time" if k == np.inf else f"{k:g}× faster")
         ax.bar_label(bars, [f"{g:+.1f}%" if np.isfinite(g) else "∞" for g in gain], fontsize="x-small", padding=2)
-    ax.set_yticks(y, [f"{t.name}\nwork {100 * result.work_share(t):.1f}%, crit. path "
+    ax.set_yticks(y, [f"{_text(t.name)}\nwork {100 * result.work_share(t):.1f}%, crit. path "
                       f"{100 * result.critical_share(t):.1f}%" for t in ranked], fontsize="small")
     ax.invert_yaxis()
     ax.margins(x=0.15)

@@ -15,12 +15,12 @@ from tareador.files import output_file, write_text
 from tareador.taskgraph.model import DEPENDENCY_KINDS, DataObject, Dependency, TaskInstance, TaskTrace
 
 TABLES = {"tasks.csv": TaskInstance, "deps.csv": Dependency, "objects.csv": DataObject}
-# What tareador writes into a trace directory (trace, graph, simulate): a new trace removes
+# What tareador writes into a trace directory (trace, graph, simulate, whatif): a new trace removes
 # them all first, so no graph or timeline of an earlier run is left beside it.
 OWNED = ("tasks.csv", "deps.csv", "objects.csv", "summary.json", "graph.dot", "graph.svg", "graph.png",
          "simulation-*.prv", "simulation-*.pcf", "simulation-*.row", "simulation-*.json", "speedup.png",
          "profile.png", "gantt.png", "speedup.csv", "profile.csv", "ompss.dim", "ompss.pcf", "authentic.dim",
-         "authentic.pcf")
+         "authentic.pcf", "whatif-*.png", "whatif.csv")
 
 
 class TraceDirError(Exception):
