@@ -115,7 +115,9 @@ def test_table(tareador, trace_dir):
     (["--factors", "nan"], "'nan' is not an acceleration factor"),
     (["--factors", ""], "'' is not an acceleration factor"),
     (["--cores", "0,4"], "--cores: '0' is not a core count"),
+    (["--cores", "100000000"], "--cores: 100000000 cores are more than the 1048576"),
     (["--overhead", "-1"], "--overhead must be >= 0"),
+    (["--overhead", "3000000000"], "at most 2147483647 instructions"),
 ])
 def test_bad_input_is_one_line(tareador, trace_dir, argv, message):
     status, out, err = tareador("whatif", trace_dir, *argv)
