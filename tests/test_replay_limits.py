@@ -13,7 +13,7 @@ import time
 import pytest
 
 from tareador.cli import main as cli
-from tareador.formats.dimemas import read_dim, write_dim
+from tareador.formats.dimemas import write_dim
 from tareador.replay import engine
 from tareador.replay.dag import dag_from_trace, simulate
 from tareador.replay.engine import replay

@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tareador.analyses.speedup import study
-from tareador.render.summary import PROGRAM, plural
 from tareador.replay.dag import Dag, bottom_levels, critical_path, successors
 from tareador.replay.machine import Machine
+from tareador.taskgraph.model import PROGRAM
 
 
 @dataclass(frozen=True)
@@ -99,10 +99,6 @@ def ratio(before: int, after: int) -> float:
 def label(x: float | None):
     """A number for JSON and CSV: unbounded (None) and infinite values are "inf"."""
     return "inf" if x is None or x == math.inf else x
-
-
-def machine_name(cores: int | None) -> str:
-    return plural(label(cores), "core")
 
 
 def type_names(dag: Dag) -> list[str]:

@@ -83,7 +83,8 @@ def run(args) -> int:
 
 
 def format_whatif(result) -> str:
-    from tareador.analyses.whatif import machine_name, ratio
+    from tareador.analyses.whatif import ratio
+    from tareador.render.summary import machine_name
     from tareador.files import printable
     from tareador.render.summary import LABEL
     from tareador.render.summary import format_seconds as seconds

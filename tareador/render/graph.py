@@ -19,8 +19,8 @@ import graphviz
 import networkx as nx
 
 from tareador.files import printable, write_bytes, write_text
-from tareador.render.summary import PROGRAM, human, plural, work_by_type
-from tareador.taskgraph.model import RAW, TaskTrace
+from tareador.render.summary import human, plural, work_by_type
+from tareador.taskgraph.model import PROGRAM, RAW, TaskTrace
 
 PALETTE = ["#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377", "#BBBBBB", "#EE8866",
            "#44BB99", "#FFAABB", "#99DDFF", "#AAAA00"]  # Paul Tol's colour-blind-safe sets

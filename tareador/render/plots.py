@@ -14,9 +14,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from tareador.analyses.speedup import Study, parallelism_profile
-from tareador.analyses.whatif import WhatIf, machine_name
+from tareador.analyses.whatif import WhatIf
 from tareador.files import output_file, printable
-from tareador.render.summary import time_unit
+from tareador.render.summary import machine_name, time_unit
 from tareador.replay.dag import Schedule
 
 GANTT_LIMIT = 100_000  # beyond this many bars a Gantt chart is unreadable and slow to draw

@@ -6,7 +6,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from tareador.files import printable
-from tareador.taskgraph.model import TaskTrace
+from tareador.taskgraph.model import PROGRAM, TaskTrace
 
 LABEL = 18  # width of the label column of the summaries, so their values line up
 
@@ -27,6 +27,10 @@ def time_unit(seconds: float) -> tuple[float, str]:
     return 1e9, "ns"
 
 
+def machine_name(cores: int | None) -> str:
+    return plural("inf" if cores is None else cores, "core")
+
+
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
@@ -34,9 +38,6 @@ def plural(n: int, word: str) -> str:
 def format_seconds(t: float) -> str:
     scale, unit = time_unit(t)
     return f"{t * scale:.4g} {unit}"
-
-
-PROGRAM = "main (program)"  # main's own code, apart from a task that happens to be named main
 
 
 def work_by_type(trace: TaskTrace, main_apart: bool = False) -> list[tuple[str, int, int]]:

@@ -23,6 +23,7 @@ from functools import cached_property
 import networkx as nx
 
 MAIN = "main"
+PROGRAM = "main (program)"  # main's own code as a task type, apart from a task that happens to be named main
 RAW, WAR, WAW = "RAW", "WAR", "WAW"
 DEPENDENCY_KINDS = (RAW, WAR, WAW)
 
