@@ -2,16 +2,27 @@
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEBIAN_PACKAGES := gcc make binutils graphviz valgrind
+# MPICH and Open MPI, the two ABIs users' clusters have; both coexist (see README, MPI). Their
+# recommends (ssh clients, Fortran, ...) are not needed to run ranks on this machine.
+MPI_PACKAGES := mpich libmpich-dev openmpi-bin libopenmpi-dev
+PIP := $(PYTHON) -m pip install -q --disable-pip-version-check
 DEMO := out/cholesky.tareador
+
+# $(call apt_install,PACKAGES,OPTIONS): apt-get install those of PACKAGES that are missing.
+apt_install = missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then echo "installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(2) $$missing >/dev/null; fi
 
 .PHONY: deps demo test examples benchmark clean
 
+# mpi4py's binary wheel runs with Debian's Open MPI (not with Debian's MPICH: README, MPI). It is
+# optional (its tests skip without it): no wheel for this Python is a note, not a 4-minute build.
 deps:
-	@missing=""; for p in $(DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then echo "installing Debian packages:$$missing"; \
-	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; fi
-	@$(PYTHON) -c "import tareador, frida, pytest" 2>/dev/null || \
-	  $(PYTHON) -m pip install -q --disable-pip-version-check -e ".[test]"
+	@$(call apt_install,$(DEBIAN_PACKAGES),)
+	@$(call apt_install,$(MPI_PACKAGES),--no-install-recommends)
+	@$(PYTHON) -c "import tareador, frida, pytest" 2>/dev/null || $(PIP) -e ".[test]"
+	@$(PYTHON) -c "import mpi4py" 2>/dev/null || $(PIP) --only-binary=mpi4py "mpi4py>=4.1" || \
+	  echo "make deps: mpi4py (optional) not installed: no binary wheel for $$($(PYTHON) -V) could be fetched"
 
 examples: deps
 	$(MAKE) -C examples
