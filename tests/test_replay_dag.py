@@ -66,6 +66,18 @@ def test_critical_path_first_beats_fifo_by_one():
     assert makespans(t, [2], "cp") == [4]
 
 
+def test_breadth_first_takes_tasks_as_they_become_ready():
+    """a (1), b (4), c (4, reads a), d (6), all created at once; 2 cores.
+    fifo, creation order: a,b; then c (created before d) at 1; d at 4 on b's core: 10.
+    bf, ready order: a,b,d were ready first, c only at 1: a,b; d at 1; c at 4: 8.
+    cp, bottom levels a 5, b 4, c 4, d 6: d,a; then b (4, created first) at 1; c at 5: 9."""
+    t = make([("main", -1, 0), ("a", 0, 1), ("b", 0, 4), ("c", 0, 4), ("d", 0, 6)], [(1, 3)])
+    assert [makespans(t, [2], p)[0] for p in ("fifo", "bf", "cp")] == [10, 8, 9]
+    bf = simulate(dag_from_trace(t), 2, "bf")
+    assert bf.start.tolist() == [0, 0, 0, 4, 1]
+    assert makespans(t, [1, None], "bf") == [15, 6]
+
+
 def test_unbounded_cores_give_exactly_the_critical_path():
     rng = random.Random(7)
     rows = [("main", -1, rng.randint(0, 50))]

@@ -33,9 +33,10 @@ def add_machine_options(p) -> None:
     """The machine a simulation runs on: options shared by every command that simulates."""
     p.add_argument("--cores", help="comma-separated core counts, 'inf' = unbounded (default 1,2,4,8,16,inf; with "
                    "--machine, the powers of two up to the machine's cores, its cores, and inf)")
-    p.add_argument("--policy", choices=["cp", "fifo"],
-                   help="ready tasks run longest-remaining-path first (cp) or in creation order (fifo); "
-                        "default: the machine file's policy if it is one of these, else cp")
+    p.add_argument("--policy", choices=["cp", "fifo", "bf"],
+                   help="ready tasks run longest-remaining-path first (cp), in creation order (fifo) or in the "
+                        "order they became ready (bf, what OpenMP runtimes do); default: the machine file's "
+                        "policy if it is cp or fifo, else cp")
     p.add_argument("--overhead", type=int, metavar="INSTR",
                    help="runtime cost of each task instance in instructions (default: the machine's)")
     p.add_argument("--machine", metavar="FILE", help="machine TOML or Dimemas .cfg (instructions per second, "

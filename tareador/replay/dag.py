@@ -19,7 +19,7 @@ from tareador.formats.dimemas import (byte_words, csr, line_chunks, recycle_free
 from tareador.taskgraph.model import RAW, TaskTrace
 from tareador.taskgraph.store import load
 
-POLICIES = ("cp", "fifo")
+POLICIES = ("cp", "fifo", "bf")
 
 
 @dataclass
@@ -254,7 +254,8 @@ def simulate(dag: Dag, cores: int | None, policy: str = "cp", overhead: int = 0,
     """Greedy list scheduling: whenever a core is free it takes the best ready instance.
 
     ``cp`` ranks ready instances by longest remaining path (bottom level), ``fifo`` by creation
-    order; ties go to creation order. With ``cores=None`` every instance starts as soon as its
+    order, ``bf`` by the order they became ready (breadth first: one FIFO ready queue, what libgomp
+    and Nanos++ do by default); ties go to creation order. With ``cores=None`` every instance starts as soon as its
     predecessors end, so the makespan is exactly the critical path. ``adjacency`` and ``levels``
     let a sweep over core counts compute them once.
     """
@@ -276,6 +277,8 @@ def simulate(dag: Dag, cores: int | None, policy: str = "cp", overhead: int = 0,
     core = [0] * n
     ready = [key[i] for i in range(n) if indegree[i] == 0]
     heapq.heapify(ready)
+    breadth_first = policy == "bf"
+    became_ready = 1  # bf: the k-th instance to become ready later queues with key k * n + index
     running: list[int] = []  # finish * n + index
     # Cores are numbered as they are first needed: every freed core is below next_core, so the
     # lowest free core is the lowest freed one, else next_core, and idle cores cost nothing.
@@ -305,7 +308,11 @@ def simulate(dag: Dag, cores: int | None, policy: str = "cp", overhead: int = 0,
             for j in succ[offsets[i]:offsets[i + 1]]:
                 indegree[j] -= 1
                 if indegree[j] == 0:
-                    push(ready, key[j])
+                    if breadth_first:
+                        push(ready, became_ready * n + j)
+                        became_ready += 1
+                    else:
+                        push(ready, key[j])
         if progress is not None and done >= reported + 65536:
             progress(done - reported)
             reported = done
