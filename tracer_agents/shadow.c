@@ -7,11 +7,16 @@
  *   reader  last instance that read b since it was written (to count each byte once)
  *   object  the user object containing b (object id + 1, 0 = not a user object)
  * Programs nearly always access whole aligned 4-byte granules, whose 4 bytes then agree, so
- * the shadow keeps one (writer, reader, object) per granule: 3 bytes of shadow per byte instead
- * of 12, which is what bounds the speed of a memory-bound program's analysis. A granule whose
- * bytes come to differ (a char written alone, an object boundary inside it) is "split": its
- * object word holds SPLIT | slot, and the slot keeps the three words for each of its bytes,
- * until an access makes them agree again. Semantics stay byte-granular either way.
+ * the shadow keeps one (writer, reader) per granule, side by side so that an access costs one
+ * cache line of shadow, and the object once per page for pages wholly inside one object (per
+ * granule where objects meet): 2 bytes of shadow per byte instead of 12, which is what bounds
+ * the speed of a memory-bound program's analysis. A granule whose bytes come to differ (a char
+ * written alone, an object boundary inside it) is "split": its writer word holds SPLIT | slot,
+ * and the slot keeps the three words for each of its bytes, until an access makes them agree
+ * again. Semantics stay byte-granular either way.
+ * Shadow memory follows what the program touches, not what it allocates: the granules of a new
+ * object stay zero, i.e. memory never mapped, until the program touches them; starting or ending
+ * an object costs a few words per page, and ending a touched one gives its shadow back.
  * A latent object (a block a system library allocated) keeps writers and readers like any
  * object but gives no edges until the program's own code touches it (a record flagged
  * ACCESS_PROGRAM): libc's own buffers stay out, blocks it hands to the program come in with
@@ -19,12 +24,14 @@
  * Only dependency counts leave the process, never individual accesses.
  *
  * Compiled with gcc -O2 (not Frida's TinyCC) because this loop runs for every traced access.
- * It allocates with mmap only: tr_flush may run while the program is inside malloc.
+ * It allocates with system calls only: tr_flush may run while the program is inside malloc
+ * (and see sys() below).
  */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 
 #define CHUNK_BITS 20
 #define CHUNK_SIZE (1UL << CHUNK_BITS)
@@ -83,17 +90,32 @@ typedef struct {
 
 #define GRANULE 4
 #define GRANULES (CHUNK_SIZE / GRANULE)
+#define PAGE 4096
+#define PAGES (CHUNK_SIZE / PAGE)
+#define PAGE_GRANULES (PAGE / GRANULE)
 #define SPLIT 0x80000000u
 
+/* What the shadow says of one byte; a granule that is not split says it of its 4 bytes. */
+typedef struct { uint32_t writer, reader, object; } Shadow;
+
+typedef struct { uint32_t writer, reader; } Granule;   /* writer: SPLIT | slot if split */
+
+/* A page wholly inside one object says so once, in page_object, and then the object words of
+ * its granules are not used; elsewhere (pages where objects meet, or of no object) each granule
+ * has its object word. A granule's writer 0 stands for page_writer (calloc's zeros). Only a
+ * "touched" page may have granules that are not zero, only a "spelt" one object words that are
+ * not: the shadow of the others has never been written, and costs no memory. */
 typedef struct {
-  uint32_t writer[GRANULES];
-  uint32_t reader[GRANULES];
-  uint32_t object[GRANULES];   /* SPLIT | slot for a split granule */
+  Granule granule[GRANULES];   /* page-aligned: one page's granules are 2 whole pages of shadow */
+  uint32_t object[GRANULES];   /* one page's object words are 1 page of shadow */
+  uint32_t page_object[PAGES];
+  uint32_t page_writer[PAGES];
+  uint16_t page_splits[PAGES];   /* split granules in the page */
+  uint8_t touched[PAGES];
+  uint8_t spelt[PAGES];
 } ShadowChunk;
 
-typedef struct {
-  uint32_t writer[GRANULE], reader[GRANULE], object[GRANULE];
-} SplitGranule;
+typedef struct { Shadow byte[GRANULE]; } SplitGranule;
 
 #define MAX_DEPTH 64
 #define NO_PARENT UINT32_MAX
@@ -105,7 +127,7 @@ static TaskRow *tasks; static uint64_t task_count, task_capacity;
 static ObjectRow *objects; static uint64_t object_count, object_capacity;
 static EdgeRow *edges; static uint64_t edge_count, edge_capacity;
 static SplitGranule *splits; static uint64_t split_count, split_capacity;
-static uint32_t split_free;   /* free slots, linked through writer[0]; slot + 1, 0 = none */
+static uint32_t split_free;   /* free slots, linked through byte[0].writer; slot + 1, 0 = none */
 static uint32_t open_tasks[MAX_DEPTH];   /* instance ids of the open tasks, innermost last */
 static uint32_t main_instance = NO_PARENT;
 static uint64_t instance_count;   /* task instances, not counting main or later fragments */
@@ -113,18 +135,41 @@ static uint64_t open_private_top[MAX_DEPTH];
 static const char *names[MAX_NAMES]; static uint32_t name_count;
 static uint64_t last_switch;
 
+/* The shadow's upkeep calls into no library: on the hooks of mmap and munmap it runs on the
+ * traced thread, under Stalker, which would count the library's instructions as the program's.
+ * Hence system calls made here, and no loop that GCC may turn into a call to memset. */
+#pragma GCC optimize ("no-tree-loop-distribute-patterns")
+
+static long sys(long number, long a, long b, long c, long d, long e, long f) {
+  register long r10 __asm__ ("r10") = d, r8 __asm__ ("r8") = e, r9 __asm__ ("r9") = f;
+  long result;
+  __asm__ volatile ("syscall" : "=a" (result) : "0" (number), "D" (a), "S" (b), "d" (c), "r" (r10), "r" (r8), "r" (r9)
+                    : "rcx", "r11", "memory");
+  return result;
+}
+
+static void *address_or_null(long result) {
+  return result < 0 && result > -4096 ? NULL : (void *) result;
+}
+
 static void *map(uint64_t bytes) {
-  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  return p == MAP_FAILED ? NULL : p;
+  return address_or_null(sys(SYS_mmap, 0, (long) bytes, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
 }
 
 /* Grow a table by doubling, keeping its contents (mremap avoids copying). */
 static void *grow(void *table, uint64_t *capacity, uint64_t row_size) {
   uint64_t fresh = *capacity ? *capacity * 2 : 1024;
-  void *p = table ? mremap(table, *capacity * row_size, fresh * row_size, MREMAP_MAYMOVE) : map(fresh * row_size);
-  if (p == MAP_FAILED || p == NULL) return NULL;
+  void *p = table ? address_or_null(sys(SYS_mremap, (long) table, (long) (*capacity * row_size), (long) (fresh * row_size),
+                                        MREMAP_MAYMOVE, 0, 0))
+                  : map(fresh * row_size);
+  if (p == NULL) return NULL;
   *capacity = fresh;
   return p;
+}
+
+static int advise(void *address, uint64_t bytes, int advice) {
+  return (int) sys(SYS_madvise, (long) address, (long) bytes, advice, 0, 0, 0);
 }
 
 static ShadowChunk *chunk_of(uint64_t address, int create) {
@@ -146,7 +191,7 @@ static uint64_t edge_hash(uint32_t src, uint32_t dst, uint32_t object, uint32_t 
 
 static void rehash(void) {
   uint64_t slots = (slot_mask + 1) * 2;
-  if (edge_slots) munmap(edge_slots, (slot_mask + 1) * sizeof(uint32_t));
+  if (edge_slots) sys(SYS_munmap, (long) edge_slots, (long) ((slot_mask + 1) * sizeof(uint32_t)), 0, 0, 0, 0);
   edge_slots = map(slots * sizeof(uint32_t));
   slot_mask = slots - 1;
   for (uint64_t e = 0; e < edge_count; e++) {
@@ -210,14 +255,37 @@ static inline int object_enabled(uint32_t object, int program) {
   return !o->disabled;
 }
 
-/* ---- split granules ---- */
+/* ---- granules, pages and split granules ---- */
 
-/* Give granule g its own per-byte words, all equal to the granule's; NULL when out of memory. */
+/* What granule g (not split) says of its bytes. */
+static inline Shadow effective(const ShadowChunk *c, uint64_t g) {
+  uint64_t p = g / PAGE_GRANULES;
+  Granule x = c->granule[g];
+  return (Shadow) { x.writer ? x.writer : c->page_writer[p], x.reader,
+                    c->page_object[p] ? c->page_object[p] : c->object[g] };
+}
+
+/* Granule g says s of its bytes from now on (s.object is the page's if the page has one). */
+static void store(ShadowChunk *c, uint64_t g, Shadow s) {
+  uint64_t p = g / PAGE_GRANULES;
+  Granule *x = &c->granule[g];
+  if (x->writer != s.writer || x->reader != s.reader) {
+    *x = (Granule) { s.writer, s.reader };
+    c->touched[p] = 1;
+  }
+  if (!c->page_object[p] && c->object[g] != s.object) {
+    c->object[g] = s.object;
+    c->spelt[p] = 1;
+  }
+}
+
+/* Give granule g its own per-byte words, all equal to what the granule says; NULL when out of
+ * memory. */
 static SplitGranule *split(ShadowChunk *c, uint64_t g) {
   uint32_t slot;
   if (split_free) {
     slot = split_free - 1;
-    split_free = splits[slot].writer[0];
+    split_free = splits[slot].byte[0].writer;
   } else {
     if (split_count == split_capacity) {
       SplitGranule *grown = grow(splits, &split_capacity, sizeof(SplitGranule));
@@ -227,68 +295,154 @@ static SplitGranule *split(ShadowChunk *c, uint64_t g) {
     slot = (uint32_t) split_count++;
   }
   SplitGranule *s = &splits[slot];
-  for (int k = 0; k < GRANULE; k++) {
-    s->writer[k] = c->writer[g]; s->reader[k] = c->reader[g]; s->object[k] = c->object[g];
-  }
-  c->object[g] = SPLIT | slot;
+  Shadow x = effective(c, g);
+  for (int k = 0; k < GRANULE; k++) s->byte[k] = x;
+  c->granule[g] = (Granule) { SPLIT | slot, 0 };
+  c->page_splits[g / PAGE_GRANULES]++;
+  c->touched[g / PAGE_GRANULES] = 1;
   return s;
+}
+
+static void free_split(ShadowChunk *c, uint64_t g) {
+  uint32_t slot = c->granule[g].writer & ~SPLIT;
+  splits[slot].byte[0].writer = split_free;
+  split_free = slot + 1;
+  c->page_splits[g / PAGE_GRANULES]--;
 }
 
 /* A split granule whose bytes agree again goes back to one set of words. */
 static void maybe_join(ShadowChunk *c, uint64_t g) {
-  uint32_t slot = c->object[g] & ~SPLIT;
-  SplitGranule *s = &splits[slot];
+  SplitGranule *s = &splits[c->granule[g].writer & ~SPLIT];
   for (int k = 1; k < GRANULE; k++)
-    if (s->writer[k] != s->writer[0] || s->reader[k] != s->reader[0] || s->object[k] != s->object[0]) return;
-  c->writer[g] = s->writer[0]; c->reader[g] = s->reader[0]; c->object[g] = s->object[0];
-  s->writer[0] = split_free;
-  split_free = slot + 1;
+    if (s->byte[k].writer != s->byte[0].writer || s->byte[k].reader != s->byte[0].reader ||
+        s->byte[k].object != s->byte[0].object) return;
+  Shadow x = s->byte[0];
+  free_split(c, g);
+  store(c, g, x);
 }
 
-enum { FIELD_WRITER, FIELD_READER, FIELD_OBJECT };
-
-static inline uint32_t *field_of(ShadowChunk *c, int field) {
-  return field == FIELD_WRITER ? c->writer : field == FIELD_READER ? c->reader : c->object;
+/* Byte i (chunk offset). */
+static Shadow byte_at(const ShadowChunk *c, uint64_t i) {
+  uint32_t w = c->granule[i / GRANULE].writer;
+  return w & SPLIT ? splits[w & ~SPLIT].byte[i % GRANULE] : effective(c, i / GRANULE);
 }
 
-static inline uint32_t *split_field(SplitGranule *s, int field) {
-  return field == FIELD_WRITER ? s->writer : field == FIELD_READER ? s->reader : s->object;
+/* Zero the flagged pages among [p, end) of an array of shadow (bytes_per_page of it per page):
+ * long runs are given back to the kernel (fresh zero pages, no memory until written again). */
+#define RELEASE_PAGES 16
+
+static void zero_pages(uint8_t *flag, char *shadow, uint64_t bytes_per_page, uint64_t p, uint64_t end) {
+  while (p < end) {
+    uint64_t q = p;
+    while (q < end && flag[q]) flag[q++] = 0;
+    char *first = shadow + p * bytes_per_page;
+    uint64_t bytes = (q - p) * bytes_per_page;
+    if (q - p >= RELEASE_PAGES && advise(first, bytes, MADV_DONTNEED) == 0) bytes = 0;
+    for (uint64_t *w = (uint64_t *) first; w < (uint64_t *) (first + bytes); w++) *w = 0;
+    p = q + 1;
+  }
 }
 
-/* Byte i (chunk offset) of one field. */
-static uint32_t byte_field(ShadowChunk *c, uint64_t i, int field) {
-  uint32_t o = c->object[i / GRANULE];
-  if (o & SPLIT) return split_field(&splits[o & ~SPLIT], field)[i % GRANULE];
-  return field_of(c, field)[i / GRANULE];
+/* Pages [p, end) forget everything their granules said. */
+static void clear_pages(ShadowChunk *c, uint64_t p, uint64_t end) {
+  for (uint64_t q = p; q < end; q++)
+    for (uint64_t g = q * PAGE_GRANULES; c->page_splits[q] && g < (q + 1) * PAGE_GRANULES; g++)
+      if (c->granule[g].writer & SPLIT) free_split(c, g);
+  zero_pages(c->touched, (char *) c->granule, PAGE_GRANULES * sizeof(Granule), p, end);
+  zero_pages(c->spelt, (char *) c->object, PAGE_GRANULES * sizeof(uint32_t), p, end);
 }
 
-/* Set one field of the bytes [address, address + size); create: map chunks not yet mapped. */
-static void set_range(uint64_t address, uint64_t size, int field, uint32_t value, int create) {
-  uint64_t end = address + size;
-  while (address < end) {
+/* A page that has one object for all its bytes gives each granule its own object word (and
+ * calloc's writer), so that some of its bytes can change object. */
+static void spell_out(ShadowChunk *c, uint64_t p) {
+  for (uint64_t g = p * PAGE_GRANULES; g < (p + 1) * PAGE_GRANULES; g++) {
+    c->object[g] = c->page_object[p];
+    if (!c->granule[g].writer && c->page_writer[p]) c->granule[g].writer = c->page_writer[p];
+  }
+  c->touched[p] |= c->page_writer[p] != 0;
+  c->spelt[p] = 1;
+  c->page_object[p] = c->page_writer[p] = 0;
+}
+
+/* ---- updates of byte ranges: an object starts or ends, or its bytes get a writer ---- */
+
+enum { SET_RESET,    /* bytes get (no writer, no reader, object value): a new object, or none */
+       SET_RENAME,   /* bytes get object value and keep their history (stack frames, realloc) */
+       SET_WRITTEN   /* the bytes of an object get writer value (calloc, realloc's moved bytes) */ };
+
+static inline void apply(Shadow *x, int how, uint32_t value) {
+  if (how == SET_RESET) *x = (Shadow) { 0, 0, value };
+  else if (how == SET_RENAME) x->object = value;
+  else if (x->object) x->writer = value;
+}
+
+static void update_bytes(ShadowChunk *c, uint64_t i, uint64_t end, int how, uint32_t value);
+
+/* Whole pages [p, end): the page words say it; only split granules, and the writers written
+ * since, change. */
+static void update_pages(ShadowChunk *c, uint64_t p, uint64_t end, int how, uint32_t value) {
+  if (how == SET_RESET) {
+    clear_pages(c, p, end);
+    for (; p < end; p++) {
+      c->page_object[p] = value;
+      c->page_writer[p] = 0;
+    }
+    return;
+  }
+  for (; p < end; p++) {
+    if (how == SET_WRITTEN && !c->page_object[p]) {
+      update_bytes(c, p * PAGE, (p + 1) * PAGE, how, value);
+      continue;
+    }
+    if (how == SET_RENAME) c->page_object[p] = value;
+    else c->page_writer[p] = value;
+    for (uint64_t g = p * PAGE_GRANULES; c->touched[p] && g < (p + 1) * PAGE_GRANULES; g++) {
+      Granule *x = &c->granule[g];
+      if (x->writer & SPLIT)
+        for (int k = 0; k < GRANULE; k++) apply(&splits[x->writer & ~SPLIT].byte[k], how, value);
+      else if (x->writer && how == SET_WRITTEN) x->writer = value;
+    }
+  }
+}
+
+/* Bytes [i, end) of one page, granule by granule. */
+static void update_bytes(ShadowChunk *c, uint64_t i, uint64_t end, int how, uint32_t value) {
+  if (how != SET_WRITTEN && c->page_object[i / PAGE]) spell_out(c, i / PAGE);
+  while (i < end) {
+    uint64_t g = i / GRANULE, off = i % GRANULE, take = GRANULE - off < end - i ? GRANULE - off : end - i;
+    i += take;
+    if (!(c->granule[g].writer & SPLIT)) {
+      Shadow x = effective(c, g);
+      if (how == SET_WRITTEN && !x.object) continue;
+      if (take == GRANULE) {
+        apply(&x, how, value);
+        store(c, g, x);
+        continue;
+      }
+    }
+    SplitGranule *s = c->granule[g].writer & SPLIT ? &splits[c->granule[g].writer & ~SPLIT] : split(c, g);
+    if (!s) return;
+    for (uint64_t k = off; k < off + take; k++) apply(&s->byte[k], how, value);
+    maybe_join(c, g);
+  }
+}
+
+/* The bytes [address, address + size); create: map chunks not yet mapped. */
+static void set_range(uint64_t address, uint64_t size, int how, uint32_t value, int create) {
+  for (uint64_t end = address + size; address < end;) {
     uint64_t chunk_end = (address | (CHUNK_SIZE - 1)) + 1;
     uint64_t stop = end < chunk_end ? end : chunk_end;
     ShadowChunk *c = chunk_of(address, create);
-    for (uint64_t i = address & (CHUNK_SIZE - 1), n = stop - address; c && n;) {
-      uint64_t g = i / GRANULE, off = i % GRANULE, take = GRANULE - off < n ? GRANULE - off : n;
-      if (take == GRANULE) {
-        /* Whole granules up to the next split one are plain stores (a new block is megabytes). */
-        uint64_t whole = n / GRANULE, k = 0;
-        while (k < whole && !(c->object[g + k] & SPLIT)) k++;
-        uint32_t *words = field_of(c, field);
-        for (uint64_t j = 0; j < k; j++) words[g + j] = value;
-        i += k * GRANULE;
-        n -= k * GRANULE;
-        if (k) continue;
+    for (uint64_t i = address & (CHUNK_SIZE - 1), last = i + (stop - address); c && i < last;) {
+      uint64_t whole = (last & ~(PAGE - 1)) > i ? ((last & ~(PAGE - 1)) - i) / PAGE : 0;
+      if (i % PAGE == 0 && whole) {
+        update_pages(c, i / PAGE, i / PAGE + whole, how, value);
+        i += whole * PAGE;
+      } else {
+        uint64_t page_end = (i | (PAGE - 1)) + 1 < last ? (i | (PAGE - 1)) + 1 : last;
+        update_bytes(c, i, page_end, how, value);
+        i = page_end;
       }
-      /* A split granule, or part of one that is whole: byte by byte. */
-      uint32_t o = c->object[g];
-      SplitGranule *s = o & SPLIT ? &splits[o & ~SPLIT] : split(c, g);
-      if (!s) return;
-      for (uint64_t k = off; k < off + take; k++) split_field(s, field)[k] = value;
-      maybe_join(c, g);
-      i += take;
-      n -= take;
     }
     address = stop;
   }
@@ -300,21 +454,36 @@ static void set_range(uint64_t address, uint64_t size, int field, uint32_t value
 static void analyse_split(SplitGranule *s, uint64_t off, uint64_t n, int is_write, int program, uint32_t me,
                           EdgeRuns *runs) {
   for (uint64_t k = off; k < off + n; k++) {
-    uint32_t object = s->object[k];
+    Shadow *b = &s->byte[k];
+    uint32_t object = b->object;
     if (!object_enabled(object, program)) continue;
-    uint32_t w = s->writer[k], r = s->reader[k];
+    uint32_t w = b->writer, r = b->reader;
     if (!is_write) {
       if (r == me) continue;
-      s->reader[k] = me;
+      b->reader = me;
       if (w && w != me) run_add(&runs->raw, w - 1, object - 1, me - 1, 1);
     } else {
       if (w == me && !r) continue;
       if (w && w != me) run_add(&runs->waw, w - 1, object - 1, me - 1, 1);
       if (r && r != me) run_add(&runs->war, r - 1, object - 1, me - 1, 1);
-      s->writer[k] = me;
-      s->reader[k] = 0;
+      b->writer = me;
+      b->reader = 0;
     }
   }
+}
+
+/* The program touches page p of an object for the first time: map its shadow for writing at
+ * once (after a read, which maps the zero page, the first write would fault again). When it
+ * goes through memory in order (page p - 1 was touched), map the next pages of the run too:
+ * one system call instead of a page fault per page. */
+#define POPULATE_PAGES 16
+
+static void first_touch(ShadowChunk *c, uint64_t p) {
+  uint64_t q = p + 1;
+  if (p && c->touched[p - 1])
+    while (q < PAGES && q < p + POPULATE_PAGES && !c->touched[q] && c->page_object[q]) q++;
+  advise(&c->granule[p * PAGE_GRANULES], (q - p) * PAGE_GRANULES * sizeof(Granule), MADV_POPULATE_WRITE);
+  for (; p < q; p++) c->touched[p] = 1;
 }
 
 /* One access's bytes [i, i + n) inside chunk c, by task instance me (ids are +1 in shadow).
@@ -324,15 +493,22 @@ static void analyse_in_chunk(ShadowChunk *c, uint64_t i, uint64_t n, int is_writ
                              EdgeRuns *runs) {
   for (uint64_t end = i + n; i < end;) {
     uint64_t g = i / GRANULE, off = i % GRANULE, take = GRANULE - off < end - i ? GRANULE - off : end - i;
-    uint32_t object = c->object[g];
+    uint64_t p = g / PAGE_GRANULES;
+    Granule *x = &c->granule[g];
+    uint32_t w = x->writer, r = x->reader;
     i += take;
-    if (!(object & SPLIT)) {
+    if (!(w & SPLIT)) {
+      uint32_t object = c->page_object[p] ? c->page_object[p] : c->object[g];
       if (!object_enabled(object, program)) continue;
-      uint32_t w = c->writer[g], r = c->reader[g];
+      if (!w) {
+        /* Not written since its object began: calloc's writer, or nobody. */
+        w = c->page_writer[p];
+        if (!r && !c->touched[p]) first_touch(c, p);
+      }
       if (!is_write) {
         if (r == me) continue;
         if (take == GRANULE) {
-          c->reader[g] = me;
+          *x = (Granule) { w, me };
           if (w && w != me) run_add(&runs->raw, w - 1, object - 1, me - 1, GRANULE);
           continue;
         }
@@ -341,14 +517,13 @@ static void analyse_in_chunk(ShadowChunk *c, uint64_t i, uint64_t n, int is_writ
         if (take == GRANULE) {
           if (w && w != me) run_add(&runs->waw, w - 1, object - 1, me - 1, GRANULE);
           if (r && r != me) run_add(&runs->war, r - 1, object - 1, me - 1, GRANULE);
-          c->writer[g] = me;
-          c->reader[g] = 0;
+          *x = (Granule) { me, 0 };
           continue;
         }
       }
       if (!split(c, g)) continue;
     }
-    analyse_split(&splits[c->object[g] & ~SPLIT], off, take, is_write, program, me, runs);
+    analyse_split(&splits[x->writer & ~SPLIT], off, take, is_write, program, me, runs);
     maybe_join(c, g);
   }
 }
@@ -394,11 +569,7 @@ void tr_flush_callout(void *cpu_context, void *user_data) {
 /* ---- objects ---- */
 
 static void fill_range(uint64_t address, uint64_t size, uint32_t object, int keep_history) {
-  set_range(address, size, FIELD_OBJECT, object, object != 0);
-  if (!keep_history) {
-    set_range(address, size, FIELD_WRITER, 0, 0);
-    set_range(address, size, FIELD_READER, 0, 0);
-  }
+  set_range(address, size, keep_history ? SET_RENAME : SET_RESET, object, object != 0);
 }
 
 /* Returns the object id, or -1 when out of memory. keep_history renames memory in continuous
@@ -425,7 +596,7 @@ int64_t tr_add_latent(uint64_t address, uint64_t size, uint64_t site) {
 
 static uint32_t object_at(uint64_t address) {
   ShadowChunk *c = chunk_of(address, 0);
-  return c ? byte_field(c, address & (CHUNK_SIZE - 1), FIELD_OBJECT) : 0;
+  return c ? byte_at(c, address & (CHUNK_SIZE - 1)).object : 0;
 }
 
 /* The program got the block at address from an allocator it called at site (operator new): the
@@ -452,6 +623,17 @@ void tr_unmap(uint64_t address, uint64_t length) {
   if (id && objects[id - 1].address == address && length >= objects[id - 1].size) tr_remove_object_at(address);
 }
 
+/* The bytes [from, from + size) that share one writer: a page never touched, a whole granule,
+ * or a byte of a split one. */
+static uint64_t same_writer(uint64_t from, uint64_t size, uint32_t *writer) {
+  ShadowChunk *c = chunk_of(from, 0);
+  uint64_t i = from & (CHUNK_SIZE - 1), span;
+  if (!c) { *writer = 0; span = CHUNK_SIZE - i; }
+  else if (!c->touched[i / PAGE]) { *writer = c->page_writer[i / PAGE]; span = PAGE - i % PAGE; }
+  else { *writer = byte_at(c, i).writer; span = c->granule[i / GRANULE].writer & SPLIT ? 1 : GRANULE - i % GRANULE; }
+  return span < size ? span : size;
+}
+
 /* realloc(): the new block inherits the last writer of every byte it keeps. by_system: a system
  * library resized the block (getline growing its line), which stays what it was, latent or the
  * program's, and keeps its name; a block it makes from nothing is latent. */
@@ -476,15 +658,20 @@ void tr_move_object(uint64_t old_address, uint64_t new_address, uint64_t new_siz
   }
   if (fresh < 0) return;
   uint64_t moved = old_size < new_size ? old_size : new_size;
-  /* Whole granules while both blocks are aligned alike (malloc's 16-byte alignment), bytes else. */
-  int aligned = (old_address % GRANULE) == 0 && (new_address % GRANULE) == 0;
+  /* Runs of bytes with one writer; the new block is fresh, so bytes nobody wrote need nothing. */
+  uint64_t start = 0;
+  uint32_t writer = 0;
   for (uint64_t k = 0; k < moved;) {
-    ShadowChunk *from = chunk_of(old_address + k, 0);
-    uint64_t i = (old_address + k) & (CHUNK_SIZE - 1);
-    uint64_t step = aligned && k % GRANULE == 0 && k + GRANULE <= moved && from && !(from->object[i / GRANULE] & SPLIT) ? GRANULE : 1;
-    if (from) set_range(new_address + k, step, FIELD_WRITER, byte_field(from, i, FIELD_WRITER), 0);
-    k += step;
+    uint32_t w;
+    uint64_t span = same_writer(old_address + k, moved - k, &w);
+    if (w != writer) {
+      if (writer) set_range(new_address + start, k - start, SET_WRITTEN, writer, 0);
+      start = k;
+      writer = w;
+    }
+    k += span;
   }
+  if (writer) set_range(new_address + start, moved - start, SET_WRITTEN, writer, 0);
   if (new_address >= old_address + old_size || new_address + new_size <= old_address)
     fill_range(old_address, old_size, 0, 0);
 }
@@ -492,7 +679,7 @@ void tr_move_object(uint64_t old_address, uint64_t new_address, uint64_t new_siz
 /* calloc(): the allocating task instance wrote the zeros. */
 void tr_mark_written(uint64_t address, uint64_t size) {
   if (!tr_state.following) return;
-  set_range(address, size, FIELD_WRITER, tr_state.current + 1, 0);
+  set_range(address, size, SET_WRITTEN, tr_state.current + 1, 0);
 }
 
 /* ---- task instances ---- */
