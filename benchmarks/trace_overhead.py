@@ -1,20 +1,31 @@
-"""Tracing overhead on a memory-bound kernel, against native and the classic Valgrind baselines.
+"""Tracing overhead, against native and the classic Valgrind baselines, in three tables.
 
-Usage: python benchmarks/trace_overhead.py [--n N] [--iters K] [--repeat R] [--no-lackey]
-Accesses = 3 * N * K (see stream_kernel.c). Each run is repeated R times and the fastest kept,
-as timeit does: on a shared 2-core machine the other runs measure the neighbours. Prints a
-Markdown table for README.md.
+Usage: python benchmarks/trace_overhead.py [--only whole|sweep|sparse] [--n N] [--iters K] [--repeat R] [--no-lackey]
+                                           [--sweep 1,4,16,64,256] [--sweep-accesses A]
+                                           [--sparse-mib 4096] [--touched-kib 1024]
+
+1. A memory-bound kernel (stream_kernel.c) with exactly 3 * N * K 4-byte accesses: whole runs
+   of native, tareador, valgrind --tool=none and lackey.
+2. The same kernel over working sets from 1 MB to 256 MB (both arrays), whole runs of tareador
+   and valgrind --tool=none, with as many passes as make about A accesses (at least one).
+3. A huge block barely touched (sparse_kernel.c): seconds and the traced process's peak RSS,
+   shadow memory included.
+
+Every run is repeated R times and the fastest kept, as timeit does: on a shared 2-core machine
+the other runs measure the neighbours. Prints Markdown tables for README.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from tareador import load
@@ -39,31 +50,47 @@ def timed(cmd: list[str], repeat: int) -> float:
                    repeat)
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--n", type=int, default=1 << 21)
-    p.add_argument("--iters", type=int, default=8)
-    p.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the fastest counts")
-    p.add_argument("--no-lackey", action="store_true", help="skip the slow lackey baseline (run once otherwise)")
-    args = p.parse_args()
-    accesses = 3 * args.n * args.iters
-    tmp = Path(tempfile.mkdtemp(prefix="tareador-bench-"))
-    exe = tmp / "stream_kernel"
-    subprocess.run(["cc", "-O1", *shlex.split(toolchain.cflags()), str(HERE / "stream_kernel.c"), "-o", str(exe),
+@contextmanager
+def output_discarded():
+    """Traced programs write to this process's stdout: keep their prints out of the tables."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with open(os.devnull, "w") as null:
+        os.dup2(null.fileno(), 1)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def traced(argv: list[str], out: Path, repeat: int) -> float:
+    with output_discarded():
+        return fastest(lambda: trace(argv, out, progress=False), repeat)
+
+
+def build(name: str, tmp: Path) -> Path:
+    exe = tmp / name
+    subprocess.run(["cc", "-O1", *shlex.split(toolchain.cflags()), str(HERE / f"{name}.c"), "-o", str(exe),
                     *shlex.split(toolchain.libs())], check=True)
+    return exe
+
+
+def whole_runs(exe: Path, tmp: Path, args) -> None:
+    accesses = 3 * args.n * args.iters
     argv = [str(exe), str(args.n), str(args.iters)]
     rows = [("native", timed(argv, args.repeat))]
-    traced = fastest(lambda: trace(argv, tmp / "trace", progress=False), args.repeat)
-    rows.append(("tareador trace (Frida, inline recording + in-target analysis)", traced))
+    full = traced(argv, tmp / "trace", args.repeat)
+    rows.append(("tareador trace (whole run: spawn, inject, trace, analyse, write)", full))
     traced_accesses = load(tmp / "trace").summary["accesses"]
     # Frida's spawn, injection and agent compilation cost a fixed ~0.2 s: a one-pass run separates
     # it from the cost per access.
-    one_pass = fastest(lambda: trace([str(exe), str(args.n), "1"], tmp / "trace1", progress=False), args.repeat)
-    marginal = (traced - one_pass) / max(accesses - 3 * args.n, 1)
+    one_pass = traced([str(exe), str(args.n), "1"], tmp / "trace1", args.repeat)
+    marginal = (full - one_pass) / max(accesses - 3 * args.n, 1)
     if shutil.which("valgrind"):
         rows.append(("valgrind --tool=none", timed(["valgrind", "--tool=none", *argv], args.repeat)))
         if not args.no_lackey:
-            rows.append(("valgrind --tool=lackey --trace-mem=yes", timed(
+            rows.append(("valgrind --tool=lackey --trace-mem=yes (output discarded, one run)", timed(
                 ["valgrind", "--tool=lackey", "--trace-mem=yes", "--log-file=/dev/null", *argv], 1)))
     print(f"kernel: {accesses / 1e6:.0f} M program accesses; tareador analysed {traced_accesses / 1e6:.0f} M "
           f"records (including libc and loop overhead)\n")
@@ -73,7 +100,57 @@ def main() -> int:
     for name, seconds in rows:
         print(f"| {name} | {seconds:.2f} | {1e9 * seconds / accesses:.1f} | {seconds / native:.0f}x |")
     print(f"\ntareador: fixed start-up {one_pass - 3 * args.n * marginal:.2f} s, then {1e9 * marginal:.1f} ns "
-          "per traced access (dependency analysis included)")
+          "per traced access (dependency analysis included)\n")
+
+
+def sweep(exe: Path, tmp: Path, args) -> None:
+    print("| working set (MB) | accesses (M) | tareador (ns/access) | valgrind --tool=none (ns/access) | ratio |")
+    print("|---|---|---|---|---|")
+    for mb in (int(x) for x in args.sweep.split(",")):
+        n = (mb << 20) // 8  # two arrays of 4-byte ints
+        passes = max(1, round(args.sweep_accesses / (3 * n)))
+        argv = [str(exe), str(n), str(passes)]
+        accesses = 3 * n * passes
+        mine = traced(argv, tmp / "sweep", args.repeat) / accesses
+        theirs = timed(["valgrind", "--tool=none", *argv], args.repeat) / accesses
+        print(f"| {mb} | {accesses / 1e6:.0f} | {1e9 * mine:.1f} | {1e9 * theirs:.1f} | {mine / theirs:.1f}x |")
+    print()
+
+
+def sparse(exe: Path, tmp: Path, args) -> None:
+    rss = tmp / "rss"
+    argv = [str(exe), str(args.sparse_mib), str(args.touched_kib), str(rss)]
+    native = timed(argv, args.repeat)
+    native_kib = int(rss.read_text().split()[0])
+    seconds = traced(argv, tmp / "sparse", args.repeat)
+    traced_kib = int(rss.read_text().split()[0])
+    print(f"| {args.sparse_mib} MiB allocated, {args.touched_kib} KiB touched | time (s) | peak RSS (MiB) |")
+    print("|---|---|---|")
+    print(f"| native | {native:.2f} | {native_kib / 1024:.0f} |")
+    print(f"| tareador trace | {seconds:.2f} | {traced_kib / 1024:.0f} |")
+    print()
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--n", type=int, default=1 << 21)
+    p.add_argument("--iters", type=int, default=8)
+    p.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the fastest counts")
+    p.add_argument("--no-lackey", action="store_true", help="skip the slow lackey baseline (run once otherwise)")
+    p.add_argument("--only", choices=["whole", "sweep", "sparse"], help="one of the three tables")
+    p.add_argument("--sweep", default="1,4,16,64,256", help="working sets in MB")
+    p.add_argument("--sweep-accesses", type=int, default=48_000_000, help="about this many accesses per run")
+    p.add_argument("--sparse-mib", type=int, default=4096, help="size of the barely touched block")
+    p.add_argument("--touched-kib", type=int, default=1024)
+    args = p.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="tareador-bench-"))
+    stream = build("stream_kernel", tmp)
+    if args.only in (None, "whole"):
+        whole_runs(stream, tmp, args)
+    if args.only in (None, "sweep") and shutil.which("valgrind"):
+        sweep(stream, tmp, args)
+    if args.only in (None, "sparse"):
+        sparse(build("sparse_kernel", tmp), tmp, args)
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
