@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
-
 import pytest
 
 from conftest import write_c
@@ -127,19 +121,3 @@ def test_nonzero_exit_is_reported_with_a_complete_trace(capsys, tmp_path, compil
     t = load(tmp_path / "t")
     assert t.summary["partial"] is False and t.summary["exit_status"] == 3
     assert len([x for x in t.tasks if not x.is_main]) == 2
-
-
-def test_ctrl_c_writes_the_partial_trace(tmp_path, compile_c):
-    src = write_c(tmp_path, "forever", TWO_TASKS % 'tareador_start_task("spin"); for (volatile long i = 0; ; i++) data[i & 7] = (int) i;')
-    exe = compile_c(src)
-    out = tmp_path / "t"
-    proc = subprocess.Popen([sys.executable, "-m", "tareador", "trace", "--no-progress", "-o", str(out), "--", str(exe)],
-                            start_new_session=True, stderr=subprocess.PIPE, text=True)
-    time.sleep(4)
-    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 1
-    assert "interrupted" in err.strip().splitlines()[-1]
-    t = load(out)
-    assert t.summary["partial"] is True
-    assert [x.name for x in t.tasks if not x.is_main] == ["first", "second", "spin"]

@@ -13,6 +13,7 @@ const MARK = { ON: 1, OFF: 2, START: 3, END: 4, DISABLE: 5, ENABLE: 6 };
 const MARKER_NAMES = ['', 'tareador_ON', 'tareador_OFF', 'tareador_start_task', 'tareador_end_task',
   'tareador_disable_object', 'tareador_enable_object'];
 const STACK_SPAN = 8 * 1024 * 1024;
+const PR_SET_PDEATHSIG = 1, SIGKILL = 9;
 const ADDR_NO_RANDOMIZE = 0x0040000;
 /* Libraries installed here (libc, libstdc++, libm, MPI, ...) are not the program: the blocks they
  * allocate are named by the program's call and stay latent until the program's code touches them. */
@@ -26,8 +27,12 @@ const RUNTIME_GLOBALS = new Set(['stdin', 'stdout', 'stderr', 'environ', '__envi
   'optarg', 'optind', 'opterr', 'optopt', 'program_invocation_name', 'program_invocation_short_name']);
 
 let native = null;
-let finished = false;
+let endings = null;
+let shipping = false;   /* finish() has begun, on some thread */
+let shipped = false;    /* ... and Python has the tables */
+let mainReturned = false;
 let threadsCreated = 0;
+let childrenStarted = 0;
 const globalNames = {};
 const warnings = [];
 
@@ -205,10 +210,11 @@ function table(getter, rowSize) {
   return { n, bytes: n && !base.isNull() ? base.readByteArray(n * rowSize) : new ArrayBuffer(0) };
 }
 
-/* Collect everything and hand it to Python; block until Python has it. */
+/* Collect everything and hand it to Python; block until Python has it. A forked child has a
+ * copy of the tables but no driver: it ends untraced. */
 function finish(ending) {
-  if (finished) return;
-  finished = true;
+  if (shipping || endings.getpid() !== endings.pid) return;
+  shipping = true;
   native.shadow.finish();
   const s = native.shadow;
   const tasks = table(s.tasks, 40), objects = table(s.objects, 40), edges = table(s.edges, 24);
@@ -234,6 +240,9 @@ function finish(ending) {
       '(ON/OFF do not nest; the first tareador_OFF() ends the analysed region)');
   if (threadsCreated)
     warnings.push(`the program created ${threadsCreated} thread(s); only the main thread was traced`);
+  if (childrenStarted)
+    warnings.push(`the program started ${childrenStarted} child process(es) (fork, system, popen, posix_spawn); ` +
+      'they ran untraced');
   const meta = {
     type: 'result', ending, names, sites, globals: globalNames, error, warnings,
     counts: { tasks: tasks.n, objects: objects.n, edges: edges.n },
@@ -247,6 +256,7 @@ function finish(ending) {
   data.set(new Uint8Array(edges.bytes), tasks.bytes.byteLength + objects.bytes.byteLength);
   send(meta, data.buffer);
   recv('ack', () => {}).wait();
+  shipped = true;
 }
 
 /* Rewrite the program's GOT entries (done when main starts, after the dynamic linker has filled
@@ -290,7 +300,11 @@ function install() {
   hookAllocator(native.allocations);
   const main = Process.mainModule.findExportByName('main') || Process.mainModule.findSymbolByName('main');
   if (main !== null) {
-    const redirect = Interceptor.attach(main, { onEnter() { stubLibraryCalls(native.allocations); redirect.detach(); } });
+    const redirect = Interceptor.attach(main, {
+      onEnter() { stubLibraryCalls(native.allocations); endings.alternateStack(); redirect.detach(); },
+    });
+    /* exit() after main returned with a task open is a marker error; exit() inside a task is not. */
+    Interceptor.attach(main, { onLeave() { mainReturned = true; } });
   }
   const onAddress = native.markers[MARK.ON];
   const offAddress = native.markers[MARK.OFF];
@@ -304,15 +318,72 @@ function install() {
   }
   for (const name of ['exit', '_exit'])
     Interceptor.attach(Module.getGlobalExportByName(name), {
-      onEnter(args) { finish({ kind: 'exit', status: args[0].toInt32() }); },
+      onEnter(args) { finish({ kind: 'exit', status: args[0].toInt32(), main_returned: mainReturned }); },
     });
   const create = Module.findGlobalExportByName('pthread_create');
   if (create !== null) Interceptor.attach(create, { onEnter() { threadsCreated++; } });
+  /* system() and popen() start their child with posix_spawn. */
+  for (const name of ['posix_spawn', 'posix_spawnp']) {
+    const start = Module.findGlobalExportByName(name);
+    if (start !== null) Interceptor.attach(start, { onEnter() { childrenStarted++; } });
+  }
+  /* A child forked under Stalker crashes: fork unfollowed, and only the parent follows again. */
+  Interceptor.attach(Module.getGlobalExportByName('fork'), {
+    onEnter() {
+      childrenStarted++;
+      this.followed = following;
+      if (following) Stalker.unfollow(this.threadId);
+    },
+    onLeave() {
+      if (this.followed && endings.getpid() === endings.pid)
+        Stalker.follow(this.threadId, { transform: native.transform.transform });
+    },
+  });
   Process.setExceptionHandler(details => {
     finish({ kind: 'crash', signal: details.type, address: details.address.toString(),
-      where: describe(originalAddress(details.address)) });
+      where: describe(originalAddress(details.address)), stack_overflow: nearStackPointer(details) });
     return false;
   });
+}
+
+/* A fault within reach of the stack pointer is the stack running out (it is handled on the
+ * alternate stack that tr_endings_alternate_stack gives the main thread). */
+function nearStackPointer(details) {
+  if (!details.memory) return false;
+  const distance = details.memory.address.sub(details.context.sp).toInt32();
+  return Math.abs(distance) < 65536;
+}
+
+/* endings.c: what the handler of an ending signal needs, and the timer that ships the tables
+ * while it parks the main thread. */
+function loadEndings(lib) {
+  const frida = File.readAllText('/proc/self/maps').split('\n').filter(l => l.indexOf('frida-agent') >= 0)
+    .map(l => l.split(' ')[0].split('-').map(a => ptr('0x' + a)));
+  const busy = [{ base: lib.base, size: lib.size }];
+  if (frida.length) busy.push({ base: frida[0][0], size: frida[frida.length - 1][1].sub(frida[0][0]).toUInt32() });
+  const e = {
+    install: fn(lib, 'tr_endings_install', 'int', ['uint32', 'uint32', 'pointer', 'uint32']),
+    alternateStack: fn(lib, 'tr_endings_alternate_stack', 'void', []),
+    stop: fn(lib, 'tr_endings_stop', 'void', []),
+    take: fn(lib, 'tr_endings_take', 'int', []),
+    release: fn(lib, 'tr_endings_release', 'void', []),
+    getpid: new NativeFunction(Module.getGlobalExportByName('getpid'), 'int', []),
+  };
+  /* The spawned process's main thread has the process id as thread id. */
+  e.pid = Process.id;
+  e.stopSignal = e.install(e.pid, e.pid, rangesBuffer(busy), busy.length);
+  /* The program dies with tareador, even when tareador is killed outright. */
+  const prctl = new NativeFunction(Module.getGlobalExportByName('prctl'), 'int', ['int', 'long', 'long', 'long', 'long']);
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  setInterval(() => {
+    /* Another thread is shipping (exit, crash): a parked main thread gives up and is signalled again. */
+    if (shipping && !shipped) return;
+    const signal = e.take();
+    if (signal === 0) return;
+    finish(signal === e.stopSignal ? { kind: 'interrupt' } : { kind: 'signal', signal });
+    e.release();
+  }, 10);
+  return e;
 }
 
 /* The driver spawns the program without ASLR so that libc's alignment-dependent paths, and so
@@ -322,19 +393,12 @@ function checkFixedAddresses() {
     warnings.push('ASLR could not be disabled (is setarch missing, or personality() forbidden?): instruction counts may differ from run to run');
 }
 
-/* Ctrl-C reaches the whole process group: let the driver stop the program after collecting
- * what was traced, instead of the program dying with it. */
-function ignoreInterrupt() {
-  const signal = new NativeFunction(Module.getGlobalExportByName('signal'), 'pointer', ['int', 'pointer']);
-  signal(2, ptr(1));
-}
-
 rpc.exports = {
   init(options) {
     native = loadNative(options);
+    endings = loadEndings(native.shadow.lib);
     checkFixedAddresses();
     install();
-    ignoreInterrupt();
     return { markers: native.markers.slice(1).map(a => a !== null) };
   },
   progress() {
@@ -343,6 +407,6 @@ rpc.exports = {
     return { tasks: status.instances, accesses: status.accesses };
   },
   interrupt() {
-    finish({ kind: 'interrupt' });
+    endings.stop();
   },
 };

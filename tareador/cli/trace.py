@@ -38,12 +38,17 @@ def run(args) -> int:
         raise UserError(str(e)) from None
     except AnnotationError as e:
         raise UserError(f"{e} (partial trace written to {out})") from None
-    print(format_summary(result, {"trace directory": out}))
     status = result.summary.get("exit_status")
+    note = None
     if result.summary["partial"]:
-        print(f"tareador: the program {result.summary['ending']}; the partial trace is in {out}", file=sys.stderr)
+        note = f"tareador: the program {result.summary['ending']}; the partial trace is in {out}"
+    elif status:
+        note = f"tareador: the program exited with status {status}; its trace is complete in {out}"
+    try:
+        print(format_summary(result, {"trace directory": out}), flush=True)
+    finally:  # also when stdout is a pipe already closed (`| head`, which may have ended the program too)
+        if note:
+            print(note, file=sys.stderr)
+    if result.summary["partial"] and status is None:
         return 1
-    if status:
-        print(f"tareador: the program exited with status {status}; its trace is complete in {out}", file=sys.stderr)
-        return status
-    return 0
+    return status or 0

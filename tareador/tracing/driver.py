@@ -6,11 +6,13 @@ waits, and receives one result message; all per-access work stays inside the tar
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import platform
 import queue
 import shutil
+import signal
 import struct
 import sys
 import threading
@@ -181,61 +183,90 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
         detached.set()
         done.set()
 
-    try:
-        pid = _spawn(device, [path] + list(argv[1:]), env)
-        session = device.attach(pid)
-    except frida.ExecutableNotFoundError:
-        raise TracingError(f"'{argv[0]}' could not be started") from None
-    except (frida.NotSupportedError, frida.ProcessNotFoundError):
-        raise TracingError(f"'{argv[0]}' ended before it could be traced: if the loader says above that it cannot "
-                           "find libtareador.so, relink the program with $(tareador config --libs)") from None
-    session.on("detached", on_detached)
-    script = session.create_script(sources.script)
-    script.on("message", on_message)
-    try:
-        script.load()
-        script.exports_sync.init({
-            "shadowLibrary": str(sources.analysis_library),
-            "transformSource": sources.transform,
-            "allocationsSource": sources.allocations,
-            "bufferRecords": buffer_records,
-            "ignoredModules": list(ignored_modules),
-            "systemModules": list(system_modules),
-        })
-    except (frida.core.RPCException, frida.InvalidOperationError) as e:
-        device.kill(pid)
-        reason = str(e).splitlines()[0].removeprefix("Error: ")  # the agent's message, not its JS stack
-        raise TracingError(f"the tracer could not be installed in '{argv[0]}': {reason}") from None
-    device.resume(pid)
-    try:
-        while not done.wait(0.5):
-            if progress is not None:
-                try:
-                    progress(script.exports_sync.progress())
-                except (frida.InvalidOperationError, frida.core.RPCException):
-                    pass
-    except KeyboardInterrupt:
-        _interrupt(script, done)
-        _kill(device, pid)
-        result["interrupted"] = True
-    # The process normally detaches right after the result; give it a moment to report its exit.
-    detached.wait(5)
+    with _stop_signals():
+        try:
+            pid = _spawn(device, [path] + list(argv[1:]), env)
+            session = device.attach(pid)
+        except frida.ExecutableNotFoundError:
+            raise TracingError(f"'{argv[0]}' could not be started") from None
+        except (frida.NotSupportedError, frida.ProcessNotFoundError):
+            raise TracingError(f"'{argv[0]}' ended before it could be traced: if the loader says above that it "
+                               "cannot find libtareador.so, relink the program with $(tareador config --libs)") from None
+        try:
+            session.on("detached", on_detached)
+            script = session.create_script(sources.script)
+            script.on("message", on_message)
+            try:
+                script.load()
+                script.exports_sync.init({
+                    "shadowLibrary": str(sources.analysis_library),
+                    "transformSource": sources.transform,
+                    "allocationsSource": sources.allocations,
+                    "bufferRecords": buffer_records,
+                    "ignoredModules": list(ignored_modules),
+                    "systemModules": list(system_modules),
+                })
+            except (frida.core.RPCException, frida.InvalidOperationError) as e:
+                reason = str(e).splitlines()[0].removeprefix("Error: ")  # the agent's message, not its JS stack
+                raise TracingError(f"the tracer could not be installed in '{argv[0]}': {reason}") from None
+            device.resume(pid)
+            try:
+                while not done.wait(0.5):
+                    if progress is not None:
+                        try:
+                            progress(script.exports_sync.progress())
+                        except (frida.InvalidOperationError, frida.core.RPCException):
+                            pass
+                if result.get("meta", {}).get("ending", {}).get("kind") == "exit":
+                    detached.wait()  # the program's own exit path (atexit, flushing its files) runs on
+                else:
+                    detached.wait(5)
+            except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (_Stopped)
+                if "meta" not in result:
+                    result["stopped_by"] = signal.Signals(getattr(e, "signum", signal.SIGINT)).name
+                    _interrupt(script, done)
+        finally:
+            if result.get("detached") != "process-terminated":
+                _kill(device, pid)  # never left behind, whatever happened here
     meta = result.get("meta")
     if meta is None:
         reason = result.get("detached", "unknown")
         details = "; ".join(result.get("errors", []))
         raise TracingError(f"'{argv[0]}' ended ({reason}) before the tracer could report" +
                            (f": {details}" if details else ""))
-    if result.get("interrupted"):
-        meta["ending"] = {"kind": "interrupt"}
+    if "stopped_by" in result:
+        meta["ending"] = {"kind": "interrupt", "signal": result["stopped_by"]}
     ending = meta["ending"]
     return AgentResult(meta, result["data"], ending.get("status"), result.get("detached", ""))
+
+
+class _Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP to tareador: the program is stopped and what was traced kept, as on Ctrl-C."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _stop_signals():
+    def stop(signum, frame):
+        raise _Stopped(signum)
+    try:
+        previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    except ValueError:  # not the main thread (a notebook's worker): its signals are not ours to take
+        previous = {}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def _kill(device, pid: int) -> None:
     try:
         device.kill(pid)
-    except frida.ProcessNotFoundError:
+    except (frida.ProcessNotFoundError, frida.NotSupportedError):  # gone (Frida says either)
         pass
 
 

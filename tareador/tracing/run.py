@@ -1,13 +1,17 @@
 """``trace()``: run a program under the agent and write its trace directory.
 
-Whatever the ending (normal exit, non-zero exit, crash, Ctrl-C, annotation error) the tables
-traced so far are written; the summary says how the run ended and whether it is partial.
+Whatever the ending (normal exit, non-zero exit, exit inside a task, crash, a signal to the program
+or to tareador, annotation error) the tables traced so far are written; the summary says how the
+run ended, by which signal, and whether it is partial.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import signal
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -15,7 +19,7 @@ from tareador import __version__
 from tareador.taskgraph.model import TaskTrace
 from tareador.taskgraph.store import save
 from tareador.tracing import decode
-from tareador.tracing.driver import run_agent
+from tareador.tracing.driver import TracingError, run_agent
 
 ANNOTATION_ERRORS = {
     1: "tareador_end_task(\"{name}\") without a matching tareador_start_task",
@@ -30,34 +34,81 @@ class AnnotationError(Exception):
 
 
 OPEN_AT_END = 3
+# Frida's names of the exceptions it catches, by the signal that raised them (SIGBUS is also an
+# access violation; it is rare enough to be named SIGSEGV).
+CRASH_SIGNALS = {"access-violation": "SIGSEGV", "abort": "SIGABRT", "illegal-instruction": "SIGILL",
+                 "arithmetic": "SIGFPE", "breakpoint": "SIGTRAP", "system": "SIGSYS"}
+
+
+def _name(meta: dict, index: int) -> str:
+    names = meta["names"]
+    return names[index] if index < len(names) else "?"
+
+
+def _task_open_at_exit(meta: dict) -> str | None:
+    """The task inside which the program called exit(): left open, like a crash leaves it, and
+    not the program's fault. Returning from main with a task open is (no marker site then
+    either, unlike a task left open at tareador_OFF)."""
+    error, ending = meta["error"], meta["ending"]
+    if ending["kind"] != "exit" or ending.get("main_returned") or error["code"] != OPEN_AT_END or error.get("site"):
+        return None
+    return _name(meta, error["name"])
 
 
 def _annotation_problem(meta: dict, partial: bool) -> str | None:
-    """A crash or Ctrl-C naturally leaves tasks open: that is not the program's fault."""
+    """A crash, a signal, Ctrl-C or exit() naturally leave tasks open: that is not the program's fault."""
     error = meta["error"]
     if not error["code"] or (partial and error["code"] == OPEN_AT_END):
         return None
-    names = meta["names"]
-    name = names[error["name"]] if error["name"] < len(names) else "?"
-    text = ANNOTATION_ERRORS.get(error["code"], "annotation error").format(name=name)
+    text = ANNOTATION_ERRORS.get(error["code"], "annotation error").format(name=_name(meta, error["name"]))
     site = error.get("site")
     where = f" at {site['file']}:{site['line']}" if site and site.get("file") else ""
     return f"{text}{where} (task instance #{error['task']}); fix the markers and trace again"
 
 
-def _ending_text(ending: dict) -> tuple[str, bool]:
-    """(one-line description, partial?)"""
+def _location(where: dict | None) -> str:
+    where = where or {}
+    text = f" in {where['function']}" if where.get("function") else ""
+    return text + (f" ({where['file']}:{where['line']})" if where.get("file") else "")
+
+
+def _ending(meta: dict) -> tuple[str, bool, str | None]:
+    """(one-line description, partial?, the signal that ended the run or None)"""
+    ending = meta["ending"]
     kind = ending["kind"]
     if kind == "exit":
         status = ending.get("status", 0)
-        return (f"exited with status {status}", False)
+        task = _task_open_at_exit(meta)
+        if task is not None:
+            return (f'exited with status {status} inside task "{task}"', True, None)
+        return (f"exited with status {status}", False, None)
     if kind == "crash":
-        where = ending.get("where") or {}
-        loc = f" in {where.get('function')}" if where.get("function") else ""
-        if where.get("file"):
-            loc += f" ({where['file']}:{where['line']})"
-        return (f"crashed ({ending.get('signal')}{loc})", True)
-    return ("was interrupted (Ctrl-C)", True)
+        name = CRASH_SIGNALS.get(ending.get("signal"), ending.get("signal"))
+        what = "stack overflow" if ending.get("stack_overflow") else ending.get("signal")
+        return (f"crashed with {name} ({what}){_location(ending.get('where'))}", True, name)
+    if kind == "signal":
+        try:
+            name = signal.Signals(ending["signal"]).name
+        except ValueError:
+            name = f"signal {ending['signal']}"
+        return (f"was terminated by {name}", True, name)
+    name = ending.get("signal", "SIGINT")
+    return ("was interrupted (Ctrl-C)" if name == "SIGINT" else f"was stopped ({name} to tareador)", True, name)
+
+
+def _check_output(out_dir: Path) -> None:
+    """Before the program runs, maybe for hours: the trace directory can be made and written in
+    (tried for real: permissions, read-only mounts and root's exceptions all count)."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise TracingError(f"the trace directory {out_dir} is an existing file: remove it or choose another -o")
+    existing = next(d for d in (out_dir, *out_dir.parents) if d.exists())
+    try:
+        if not existing.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+        os.rmdir(tempfile.mkdtemp(dir=existing))
+    except OSError as e:
+        raise TracingError(f"cannot write the trace directory {out_dir} ({existing}: {e.strerror}); "
+                           "choose another -o") from None
 
 
 class StatusRow:
@@ -101,6 +152,7 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True) -> Tas
     """Trace ``argv`` and write ``out_dir``; raises AnnotationError after writing if the markers
     are unbalanced."""
     started = time.monotonic()
+    _check_output(Path(out_dir))
     status = StatusRow.on_stderr() if progress else None
     try:
         result = run_agent(argv, progress=status)
@@ -114,7 +166,7 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True) -> Tas
     objects = decode.object_names(meta, objects_raw)
     tasks = decode.task_rows(meta, tasks_raw)
     deps = decode.dependency_rows(edges_raw, objects)
-    ending, partial = _ending_text(meta["ending"])
+    ending, partial, ended_by = _ending(meta)
     warnings = list(meta["warnings"])
     markers = meta["markers"]
     if not markers[0]:
@@ -128,6 +180,7 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True) -> Tas
         "arguments": list(argv[1:]),
         "ending": ending,
         "exit_status": meta["ending"].get("status"),
+        "signal": ended_by,
         "partial": partial,
         "instances": trace.instances,
         "main_fragments": sum(1 for t in tasks if t.is_main),

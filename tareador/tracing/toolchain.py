@@ -52,9 +52,9 @@ def installed_annotation_library() -> Path:
 
 
 def analysis_library() -> Path:
-    src = agents_dir() / "shadow.c"
-    return build("libtareador_shadow.so", [src],
-                 lambda out, tmp: [[compiler(), "-O2", "-fPIC", "-shared", "-Wall", str(src), "-o", str(out)]])
+    sources = [agents_dir() / "shadow.c", agents_dir() / "endings.c"]
+    return build("libtareador_shadow.so", sources,
+                 lambda out, tmp: [[compiler(), "-O2", "-fPIC", "-shared", "-Wall", *map(str, sources), "-o", str(out)]])
 
 
 @dataclass(frozen=True)
