@@ -26,6 +26,12 @@ const CALLS_OFFSET = 256;
 const RUNTIME_GLOBALS = new Set(['stdin', 'stdout', 'stderr', 'environ', '__environ', 'completed.0',
   'optarg', 'optind', 'opterr', 'optopt', 'program_invocation_name', 'program_invocation_short_name']);
 
+/* What mpi.c calls in the MPI library itself (through PMPI_, which its hooks do not see). */
+const MPI_QUERIES = ['Type_size', 'Type_get_extent', 'Type_get_true_extent', 'Get_count', 'Comm_size', 'Comm_rank',
+  'Comm_group', 'Group_translate_ranks', 'Group_free'];
+/* Row sizes of mpi.c's tables: calls, completions, communicators, world ranks. */
+const MPI_ROWS = [56, 16, 32, 4];
+
 let native = null;
 let endings = null;
 let shipping = false;   /* finish() has begun, on some thread */
@@ -165,7 +171,66 @@ function loadNative(options) {
     symbols[name] = lib.getExportByName(name);
   const transform = new CModule(options.transformSource, symbols);
   const allocations = new CModule(options.allocationsSource, symbols);
-  return { shadow, transform, allocations, markers: found, thread, blocks, symbols, program, calls };
+  return { shadow, transform, allocations, mpi: null, markers: found, thread, blocks, symbols, program, calls };
+}
+
+/* The MPI library is the one exporting MPI_Init (libmpi, libmpich). */
+function isMpiLibrary(m) {
+  return m.path !== Process.mainModule.path && m.findExportByName('MPI_Init') !== null;
+}
+
+/* Open MPI is told apart by its export ompi_mpi_comm_world, not by the library's name (the
+ * MPICH wheel's is libmpi.so.12 too). Its predefined communicators may have been copied into the
+ * program (R_X86_64_COPY): the program uses that copy when it has one. */
+function loadMpi(source, library) {
+  const lib = native.shadow.lib;
+  /* Whole pages: zeroed. */
+  const state = Memory.alloc(Process.pageSize);
+  const symbols = { tareador_mpi: state, tareador_thread: native.thread };
+  for (const name of ['tr_enter_mpi', 'tr_leave_mpi', 'tr_mpi_access', 'tr_grow']) symbols[name] = lib.getExportByName(name);
+  for (const name of MPI_QUERIES)
+    symbols['PMPI_' + name] = library.findExportByName('PMPI_' + name) || library.getExportByName('MPI_' + name);
+  const cm = new CModule(source, symbols);
+  const openmpi = library.findExportByName('ompi_mpi_comm_world') !== null;
+  const address = name => uint64(openmpi ?
+    (Process.mainModule.findExportByName(name) || library.getExportByName(name)).toString() : '0');
+  new NativeFunction(cm.mpi_setup, 'void', ['uint32', 'uint64', 'uint64', 'uint64'])(openmpi ? 1 : 0,
+    address('ompi_mpi_comm_world'), address('ompi_mpi_comm_self'), address('ompi_mpi_comm_null'));
+  return { cm, state, library, kind: openmpi ? 'openmpi' : 'mpich', names: [], modelled: [],
+    table: new NativeFunction(cm.mpi_table, 'pointer', ['uint32', 'pointer']),
+    status: new NativeFunction(cm.mpi_status, 'void', ['pointer']),
+    inside: new NativeFunction(cm.mpi_inside, 'uint32', []) };
+}
+
+/* Every MPI_ function the library exports gets mpi.c's listeners (the calls tareador does not
+ * model are still recorded, by name, with their time). Open MPI crashes when Stalker follows
+ * MPI_Init: the thread is left at its entry and followed again from its return. */
+function hookMpi(mpi) {
+  const hookData = new NativeFunction(mpi.cm.mpi_hook_data, 'uint64', ['uint32', 'pointer']);
+  const hooked = new Set();
+  for (const e of mpi.library.enumerateExports()) {
+    if (e.type !== 'function' || !e.name.startsWith('MPI_') || hooked.has(e.address.toString())) continue;
+    hooked.add(e.address.toString());
+    const data = hookData(mpi.names.length, Memory.allocUtf8String(e.name));
+    try {
+      Interceptor.attach(e.address, { onEnter: mpi.cm.mpi_enter, onLeave: mpi.cm.mpi_leave }, ptr(data.toString()));
+      mpi.names.push(e.name);
+      mpi.modelled.push((data.toNumber() & 0xff) !== 0);
+    } catch (error) {
+      /* Too short to hook (a constant's getter): its calls go unrecorded. */
+    }
+  }
+  for (const name of ['MPI_Init', 'MPI_Init_thread']) {
+    const init = mpi.library.findExportByName(name);
+    if (init === null) continue;
+    Interceptor.attach(init, {
+      onEnter() {
+        this.paused = following;
+        if (this.paused) Stalker.unfollow(this.threadId);
+      },
+      onLeave() { if (this.paused) follow(this.threadId); },
+    });
+  }
 }
 
 /* ON/OFF do not nest: ON while on is ignored (and counted for a warning), the first OFF ends the
@@ -173,11 +238,15 @@ function loadNative(options) {
 let following = false;
 let redundantOn = 0;
 
+function follow(threadId) {
+  Stalker.follow(threadId, { transform: native.transform.transform });
+}
+
 function startFollowing(context, threadId) {
   if (following) { redundantOn++; return; }
   following = true;
   native.shadow.marker(MARK.ON, ptr(0), context.rsp, context.rsp.readPointer(), context.rbp);
-  Stalker.follow(threadId, { transform: native.transform.transform });
+  follow(threadId);
 }
 
 function stopFollowing(context, threadId) {
@@ -249,11 +318,21 @@ function finish(ending) {
     accesses: status.accesses, flushes: status.flushes, instructions: status.instructions,
     blocks: native.blocks.readU64().toNumber(),
     markers: native.markers.slice(1).map(a => a !== null),
+    mpi: null,
   };
-  const data = new Uint8Array(tasks.bytes.byteLength + objects.bytes.byteLength + edges.bytes.byteLength);
-  data.set(new Uint8Array(tasks.bytes), 0);
-  data.set(new Uint8Array(objects.bytes), tasks.bytes.byteLength);
-  data.set(new Uint8Array(edges.bytes), tasks.bytes.byteLength + objects.bytes.byteLength);
+  const parts = [tasks.bytes, objects.bytes, edges.bytes];
+  if (native.mpi !== null) {
+    const mpi = native.mpi;
+    const tables = MPI_ROWS.map((size, which) => table(count => mpi.table(which, count), size));
+    const out = Memory.alloc(32);
+    mpi.status(out);
+    const v = i => out.add(8 * i).readS64().toNumber();
+    meta.mpi = { library: mpi.kind, names: mpi.names, modelled: mpi.modelled, rank: v(0), size: v(1), noncontiguous: v(2), pending: v(3),
+      counts: { calls: tables[0].n, completions: tables[1].n, comms: tables[2].n, ranks: tables[3].n } };
+    for (const t of tables) parts.push(t.bytes);
+  }
+  const data = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  parts.reduce((at, p) => { data.set(new Uint8Array(p), at); return at + p.byteLength; }, 0);
   send(meta, data.buffer);
   recv('ack', () => {}).wait();
   shipped = true;
@@ -296,8 +375,25 @@ function stubLibraryCalls(cm) {
   });
 }
 
-function install() {
+/* The MPI library the program links, or the one it loads later (mpi4py does), is hooked before
+ * the program can call it: a loaded one when dlopen returns (hooking it from the dynamic
+ * linker's notification, inside dlopen, crashes the process). */
+function watchForMpi(source) {
+  const attach = () => {
+    const library = Process.enumerateModules().find(isMpiLibrary);
+    if (library === undefined) return false;
+    native.mpi = loadMpi(source, library);
+    hookMpi(native.mpi);
+    return true;
+  };
+  const dlopen = Module.findGlobalExportByName('dlopen');
+  if (attach() || dlopen === null) return;
+  const watch = Interceptor.attach(dlopen, { onLeave() { if (attach()) watch.detach(); } });
+}
+
+function install(options) {
   hookAllocator(native.allocations);
+  watchForMpi(options.mpiSource);
   const main = Process.mainModule.findExportByName('main') || Process.mainModule.findSymbolByName('main');
   if (main !== null) {
     const redirect = Interceptor.attach(main, {
@@ -321,7 +417,8 @@ function install() {
       onEnter(args) { finish({ kind: 'exit', status: args[0].toInt32(), main_returned: mainReturned }); },
     });
   const create = Module.findGlobalExportByName('pthread_create');
-  if (create !== null) Interceptor.attach(create, { onEnter() { threadsCreated++; } });
+  if (create !== null)
+    Interceptor.attach(create, { onEnter() { if (native.mpi === null || !native.mpi.inside()) threadsCreated++; } });
   /* system() and popen() start their child with posix_spawn. */
   for (const name of ['posix_spawn', 'posix_spawnp']) {
     const start = Module.findGlobalExportByName(name);
@@ -398,7 +495,7 @@ rpc.exports = {
     native = loadNative(options);
     endings = loadEndings(native.shadow.lib);
     checkFixedAddresses();
-    install();
+    install(options);
     return { markers: native.markers.slice(1).map(a => a !== null) };
   },
   progress() {

@@ -823,6 +823,48 @@ void tr_finish(void) {
 void tr_enter_allocator(void) { tr_flush(); tr_state.suppress++; }
 void tr_leave_allocator(void) { tr_flush(); if (tr_state.suppress) tr_state.suppress--; }
 
+/* ---- MPI calls (mpi.c): nothing inside them is the program's work or data flow ---- */
+
+static uint64_t mpi_entered_at;
+
+/* Entering an MPI call (the outermost): what the program accessed so far is analysed, what the
+ * library does is discarded, and its instructions (busy-wait loops that vary from run to run)
+ * are not counted. Returns the instruction counter; *task is the running fragment, UINT32_MAX
+ * outside the analysed region. */
+uint64_t tr_enter_mpi(uint32_t *task) {
+  tr_flush();
+  tr_state.suppress++;
+  *task = tr_state.following ? tr_state.current : UINT32_MAX;
+  return mpi_entered_at = tr_state.instructions;
+}
+
+void tr_leave_mpi(void) {
+  tr_flush();
+  if (tr_state.suppress) tr_state.suppress--;
+  tr_state.instructions = mpi_entered_at;
+}
+
+/* A message's whole buffer, read by a send or written by a completed receive, charged to the
+ * running fragment as if the program's own code had accessed it: the ordinary analysis then
+ * names the object and the bytes. Returns the object holding address (shadow id + 1, 0 none). */
+uint32_t tr_mpi_access(uint64_t address, uint64_t size, uint32_t is_write) {
+  uint32_t object = object_at(address), suppressed = tr_state.suppress;
+  tr_flush();
+  tr_state.suppress = 0;
+  for (uint64_t step; size; address += step, size -= step) {
+    step = size < ACCESS_SIZE_MASK ? size : ACCESS_SIZE_MASK;
+    tr_state.cursor->address = address;
+    tr_state.cursor->info = step | ACCESS_PROGRAM | (is_write ? ACCESS_WRITE : 0);
+    tr_state.cursor++;
+    tr_flush();
+  }
+  tr_state.suppress = suppressed;
+  return object;
+}
+
+/* mpi.c keeps its tables in memory it grows through here (a CModule's statics are read-only). */
+void *tr_grow(void *table, uint64_t *capacity, uint64_t row_size) { return grow(table, capacity, row_size); }
+
 int tr_init(uint64_t buffer_records, uint64_t stack_low, uint64_t stack_high) {
   directory = map(DIRECTORY_SIZE * sizeof(ShadowChunk *));
   tr_state.buffer = map(buffer_records * sizeof(AccessRecord));

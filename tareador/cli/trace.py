@@ -16,6 +16,9 @@ def register(subparsers) -> None:
                               epilog="example:\n  tareador trace -o chol.tareador -- examples/bin/cholesky 6 32",
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-o", "--output", help="trace directory to write (default: <program>.tareador)")
+    p.add_argument("--mpi", action="store_true",
+                   help="trace one rank of an MPI launch (run by each rank: mpiexec -n 4 tareador trace --mpi "
+                        "-o DIR -- ./prog) into DIR/rank-N")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     # Everything from the program on is the program's, even options tareador also has (-o).
     p.add_argument("program", nargs=argparse.REMAINDER, help="program and its arguments (-- before them is optional)")
@@ -33,19 +36,19 @@ def run(args) -> int:
         raise UserError("no program given: tareador trace -o DIR -- ./prog [args]")
     out = args.output or f"{argv[0].rstrip('/').split('/')[-1]}.tareador"
     try:
-        result = trace(argv, out, progress=not args.no_progress)
+        result = trace(argv, out, progress=not args.no_progress, mpi=args.mpi)
     except (TracingError, ToolchainError) as e:
         raise UserError(str(e)) from None
     except AnnotationError as e:
-        raise UserError(f"{e} (partial trace written to {out})") from None
+        raise UserError(f"{e} (partial trace written to {e.path})") from None
     status = result.summary.get("exit_status")
     note = None
     if result.summary["partial"]:
-        note = f"tareador: the program {result.summary['ending']}; the partial trace is in {out}"
+        note = f"tareador: the program {result.summary['ending']}; the partial trace is in {result.path}"
     elif status:
-        note = f"tareador: the program exited with status {status}; its trace is complete in {out}"
+        note = f"tareador: the program exited with status {status}; its trace is complete in {result.path}"
     try:
-        print(format_summary(result, {"trace directory": out}), flush=True)
+        print(format_summary(result, {"trace directory": result.path}), flush=True)
     finally:  # also when stdout is a pipe already closed (`| head`, which may have ended the program too)
         if note:
             print(note, file=sys.stderr)

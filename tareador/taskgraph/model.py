@@ -69,6 +69,31 @@ class DataObject:
     site: str  # allocation site, symbol or frame function
 
 
+@dataclass(frozen=True)
+class MpiCall:
+    """One MPI call of one rank (a row of mpi.csv); -1 and '' where a field does not apply."""
+
+    rank: int  # in MPI_COMM_WORLD
+    seq: int  # order of the call in the rank (MPI_Sendrecv: two rows, its send then its receive)
+    call: str  # the MPI function as called (MPI_Isend, MPI_Allreduce_c, ...)
+    peer: int  # partner as a world rank; the root of a rooted collective
+    tag: int
+    comm: int  # Communicator.comm
+    bytes: int  # sent, or received; a collective: what this rank sends
+    object: str  # DataObject.name of the buffer, '' if none
+    posted: int  # instruction counter at the call (time inside MPI is not counted)
+    completed: int  # ... when the operation completed: at the Wait/Test for a non-blocking one
+    request: str  # the request number a non-blocking call started; those a Wait/Test completed, ';'-joined
+    task: int  # the fragment (TaskInstance.id) that made the call, -1 outside the analysed region
+
+
+@dataclass(frozen=True)
+class Communicator:
+    comm: int  # 0 MPI_COMM_WORLD, 1 MPI_COMM_SELF, then 2.. in the order the rank created or first used them
+    size: int
+    ranks: str  # the world ranks of its members in communicator rank order, ';'-joined
+
+
 @dataclass
 class TaskTrace:
     """A loaded trace directory: what ``tareador.load(dir)`` returns; ``tasks`` are fragments."""

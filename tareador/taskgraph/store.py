@@ -12,7 +12,8 @@ from dataclasses import astuple, fields
 from pathlib import Path
 
 from tareador.files import output_file, write_text
-from tareador.taskgraph.model import DEPENDENCY_KINDS, DataObject, Dependency, TaskInstance, TaskTrace
+from tareador.taskgraph.model import (DEPENDENCY_KINDS, Communicator, DataObject, Dependency, MpiCall, TaskInstance,
+                                      TaskTrace)
 
 TABLES = {"tasks.csv": TaskInstance, "deps.csv": Dependency, "objects.csv": DataObject}
 # What tareador writes into a trace directory (trace, graph, simulate, whatif): a new trace removes
@@ -20,7 +21,7 @@ TABLES = {"tasks.csv": TaskInstance, "deps.csv": Dependency, "objects.csv": Data
 OWNED = ("tasks.csv", "deps.csv", "objects.csv", "summary.json", "graph.dot", "graph.svg", "graph.png",
          "simulation-*.prv", "simulation-*.pcf", "simulation-*.row", "simulation-*.json", "speedup.png",
          "profile.png", "gantt.png", "speedup.csv", "profile.csv", "ompss.dim", "ompss.pcf", "authentic.dim",
-         "authentic.pcf", "whatif-*.png", "whatif.csv")
+         "authentic.pcf", "whatif-*.png", "whatif.csv", "mpi.csv", "comms.csv")
 
 
 class TraceDirError(Exception):
@@ -110,6 +111,12 @@ def save(trace: TaskTrace, directory: str | Path) -> Path:
     write_text(d / "summary.json", json.dumps(trace.summary, indent=2, sort_keys=True) + "\n")
     trace.path = str(d)
     return d
+
+
+def save_mpi(directory: str | Path, calls: list[MpiCall], comms: list[Communicator]) -> None:
+    """A rank's MPI calls and communicators, beside its trace (``save`` first: it clears the directory)."""
+    _write_table(Path(directory) / "mpi.csv", MpiCall, calls)
+    _write_table(Path(directory) / "comms.csv", Communicator, comms)
 
 
 def load(directory: str | Path) -> TaskTrace:

@@ -1,7 +1,8 @@
 """Turning the agent's result message into a TaskTrace.
 
 The agent ships its three tables as raw C structs (shadow.c's TaskRow, ObjectRow, EdgeRow)
-concatenated in one buffer; numpy reads them without a per-row Python loop.
+concatenated in one buffer, followed, when the program uses MPI, by mpi.c's (CallRow,
+Completion, Comm, world ranks); numpy reads them without a per-row Python loop.
 """
 
 from __future__ import annotations
@@ -13,26 +14,42 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from tareador.taskgraph.model import DEPENDENCY_KINDS, DataObject, Dependency, TaskInstance
+from tareador.taskgraph.model import DEPENDENCY_KINDS, Communicator, DataObject, Dependency, MpiCall, TaskInstance
 
 TASK_ROW = np.dtype([("name", "<u4"), ("parent", "<u4"), ("instance", "<u4"), ("pad", "<u4"), ("start", "<u8"),
                      ("end", "<u8"), ("instructions", "<u8")])
 OBJECT_ROW = np.dtype([("address", "<u8"), ("size", "<u8"), ("site", "<u8"), ("kind", "<u4"),
                        ("disabled", "<u4"), ("alive", "<u4"), ("latent", "<u4")])
 EDGE_ROW = np.dtype([("src", "<u4"), ("dst", "<u4"), ("object", "<u4"), ("kind", "<u4"), ("bytes", "<u8")])
+MPI_CALL_ROW = np.dtype([("call", "<u4"), ("task", "<u4"), ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"),
+                         ("object", "<u4"), ("bytes", "<u8"), ("posted", "<u8"), ("completed", "<u8"),
+                         ("request", "<i8")])
+COMPLETION_ROW = np.dtype([("call", "<u8"), ("request", "<u8")])
+COMM_ROW = np.dtype([("handle", "<u8"), ("alive", "<u4"), ("me", "<u4"), ("size", "<u8"), ("first", "<u8")])
 OBJECT_KINDS = ("heap", "global", "stack")
 NO_PARENT = 0xFFFFFFFF
+NOT_COMPLETED = 0xFFFFFFFFFFFFFFFF
+
+
+def _unpack(meta: dict, data: bytes) -> list[np.ndarray]:
+    counts = meta["counts"]
+    layout = [(TASK_ROW, counts["tasks"]), (OBJECT_ROW, counts["objects"]), (EDGE_ROW, counts["edges"])]
+    if meta.get("mpi"):
+        mpi = meta["mpi"]["counts"]
+        layout += [(MPI_CALL_ROW, mpi["calls"]), (COMPLETION_ROW, mpi["completions"]), (COMM_ROW, mpi["comms"]),
+                   (np.dtype("<i4"), mpi["ranks"])]
+    expected = sum(dtype.itemsize * n for dtype, n in layout)
+    if len(data or b"") != expected:
+        raise ValueError(f"agent sent {len(data or b'')} bytes of tables, expected {expected}")
+    tables, offset = [], 0
+    for dtype, n in layout:
+        tables.append(np.frombuffer(data, dtype, n, offset))
+        offset += dtype.itemsize * n
+    return tables
 
 
 def split_tables(meta: dict, data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    counts = meta["counts"]
-    sizes = [counts["tasks"] * TASK_ROW.itemsize, counts["objects"] * OBJECT_ROW.itemsize,
-             counts["edges"] * EDGE_ROW.itemsize]
-    if len(data or b"") != sum(sizes):
-        raise ValueError(f"agent sent {len(data or b'')} bytes of tables, expected {sum(sizes)}")
-    tasks = np.frombuffer(data, TASK_ROW, counts["tasks"], 0)
-    objects = np.frombuffer(data, OBJECT_ROW, counts["objects"], sizes[0])
-    edges = np.frombuffer(data, EDGE_ROW, counts["edges"], sizes[0] + sizes[1])
+    tasks, objects, edges = _unpack(meta, data)[:3]
     return (tasks, *_listed(objects, edges))
 
 
@@ -112,3 +129,27 @@ def dependency_rows(edges: np.ndarray, objects: list[DataObject]) -> list[Depend
     order = np.lexsort((edges["kind"], edges["object"], edges["src"], edges["dst"]))
     return [Dependency(int(e["src"]), int(e["dst"]), DEPENDENCY_KINDS[e["kind"]], objects[e["object"]].name,
                        int(e["bytes"])) for e in edges[order]]
+
+
+def mpi_tables(meta: dict, data: bytes, objects: list[DataObject], rank: int) -> tuple[list[MpiCall],
+                                                                                     list[Communicator]]:
+    """The rank's MPI calls (mpi.csv) and communicators (comms.csv). Buffers are named by the
+    objects.csv name of their object; a library's own block (latent, not listed) has none."""
+    tables = _unpack(meta, data)
+    raw_objects, calls, completions, comms, ranks = tables[1], *tables[3:]
+    listed = raw_objects["latent"] == 0
+    number = np.cumsum(listed) - 1
+    names = meta["mpi"]["names"]
+    completed_by = defaultdict(list)
+    for call, request in completions.tolist():
+        completed_by[call].append(str(request))
+    rows = []
+    for seq, (call, task, peer, tag, comm, obj, size, posted, completed, request) in enumerate(calls.tolist()):
+        name = objects[number[obj - 1]].name if obj and listed[obj - 1] else ""
+        rows.append(MpiCall(rank, seq, names[call], peer, tag, comm, size, name, posted,
+                            -1 if completed == NOT_COMPLETED else completed,
+                            str(request) if request >= 0 else ";".join(completed_by[seq]),
+                            -1 if task == NO_PARENT else task))
+    members = ranks.tolist()
+    return rows, [Communicator(n, size, ";".join(map(str, members[first:first + size])))
+                  for n, (size, first) in enumerate(zip(comms["size"].tolist(), comms["first"].tolist()))]

@@ -202,6 +202,7 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
                     "shadowLibrary": str(sources.analysis_library),
                     "transformSource": sources.transform,
                     "allocationsSource": sources.allocations,
+                    "mpiSource": sources.mpi,
                     "bufferRecords": buffer_records,
                     "ignoredModules": list(ignored_modules),
                     "systemModules": list(system_modules),

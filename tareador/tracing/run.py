@@ -13,12 +13,13 @@ import signal
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 from tareador import __version__
 from tareador.taskgraph.model import TaskTrace
-from tareador.taskgraph.store import save
-from tareador.tracing import decode
+from tareador.taskgraph.store import save, save_mpi
+from tareador.tracing import decode, mpi_launch
 from tareador.tracing.driver import TracingError, run_agent
 
 ANNOTATION_ERRORS = {
@@ -30,7 +31,11 @@ ANNOTATION_ERRORS = {
 
 
 class AnnotationError(Exception):
-    """The program's start/end markers are unbalanced or mismatched."""
+    """The program's start/end markers are unbalanced or mismatched; ``path`` is the trace written."""
+
+    def __init__(self, problem: str, path: str):
+        super().__init__(problem)
+        self.path = path
 
 
 OPEN_AT_END = 3
@@ -148,9 +153,33 @@ class StatusRow:
             os.write(self.fd, f"\x1b7\x1b[r\x1b[{self.rows};1H\x1b[2K\x1b8".encode())
 
 
-def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True) -> TaskTrace:
-    """Trace ``argv`` and write ``out_dir``; raises AnnotationError after writing if the markers
-    are unbalanced."""
+def _mpi_summary(mpi: dict | None, rank: int, calls: list) -> dict:
+    """What the summary says about MPI; the calls tareador does not model are listed by name."""
+    if mpi is None:
+        return {"rank": rank, "size": None, "mpi": None, "mpi_calls": 0, "mpi_unmodelled": {}}
+    modelled = dict(zip(mpi["names"], mpi["modelled"]))
+    return {"rank": rank, "size": mpi["size"] if mpi["size"] >= 0 else None, "mpi": mpi["library"],
+            "mpi_calls": len(calls), "mpi_unmodelled": dict(Counter(c.call for c in calls if not modelled[c.call]))}
+
+
+def _mpi_warnings(mpi: dict | None, rank: int) -> list[str]:
+    if mpi is None:
+        return [f"the program uses no MPI library: traced as rank {rank}, with no MPI calls"]
+    if mpi["rank"] < 0:
+        return [f"the program never called MPI_Init: traced as rank {rank}, the launcher's number"]
+    warnings = []
+    if mpi["noncontiguous"]:
+        warnings.append(f"{mpi['noncontiguous']} MPI buffer(s) of derived datatypes with gaps were taken as their "
+                        "whole extent: the bytes between their blocks count as read or written")
+    if mpi["pending"]:
+        warnings.append(f"{mpi['pending']} non-blocking MPI request(s) never completed in a Wait or Test: their "
+                        "rows in mpi.csv have completed = -1")
+    return warnings
+
+
+def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: bool = False) -> TaskTrace:
+    """Trace ``argv`` and write ``out_dir`` (with mpi, one rank of a launch: ``out_dir/rank-N``);
+    raises AnnotationError after writing if the markers are unbalanced."""
     started = time.monotonic()
     _check_output(Path(out_dir))
     status = StatusRow.on_stderr() if progress else None
@@ -174,6 +203,13 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True) -> Tas
     elif not tasks:
         warnings.append("tareador_ON() was never called: nothing was analysed")
     problem = _annotation_problem(meta, partial)
+    mpi_meta = meta["mpi"]
+    rank = mpi_meta["rank"] if mpi_meta and mpi_meta["rank"] >= 0 else (mpi_launch.rank() or 0)
+    if mpi:
+        out_dir = Path(out_dir) / f"rank-{rank}"
+    calls, comms = decode.mpi_tables(meta, result.data, objects, rank) if mpi_meta else ([], [])
+    if mpi or mpi_meta:
+        warnings += _mpi_warnings(mpi_meta, rank)
     trace = TaskTrace(tasks, deps, objects, {}, str(out_dir))
     trace.summary = {
         "program": argv[0],
@@ -197,7 +233,11 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True) -> Tas
         "tracing_seconds": round(time.monotonic() - started, 3),
         "tool_version": __version__,
     }
+    if mpi or mpi_meta:
+        trace.summary.update(_mpi_summary(mpi_meta, rank, calls))
     save(trace, out_dir)
+    if mpi or mpi_meta:
+        save_mpi(out_dir, calls, comms)
     if problem:
-        raise AnnotationError(problem)
+        raise AnnotationError(problem, str(out_dir))
     return trace

@@ -62,13 +62,14 @@ class AgentSources:
     script: str
     transform: str
     allocations: str
+    mpi: str
     analysis_library: Path
 
 
 def agent_sources() -> AgentSources:
     d = agents_dir()
     return AgentSources((d / "agent.js").read_text(), (d / "transform.c").read_text(),
-                        (d / "allocations.c").read_text(), analysis_library())
+                        (d / "allocations.c").read_text(), (d / "mpi.c").read_text(), analysis_library())
 
 
 def cflags() -> str:
