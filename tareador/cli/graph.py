@@ -30,9 +30,9 @@ def run(args) -> int:
     from tareador.cli.main import UserError
     from tareador.render.graph import write_graph
     from tareador.render.summary import format_summary
-    from tareador.taskgraph.store import load
+    from tareador.taskgraph.store import load_trace
 
-    trace = load(args.trace_dir)
+    trace = load_trace(args.trace_dir)
     formats = ("dot", "svg", "png") if args.png else ("dot", "svg")
     try:
         outputs = write_graph(trace, args.output or args.trace_dir, all_edges=args.all_edges, collapse=args.collapse,

@@ -76,3 +76,43 @@ def format_summary(trace: TaskTrace, outputs: dict[str, str | Path] | None = Non
     for label, path in (outputs or {}).items():
         lines.append(f"{label}: {path}")
     return "\n".join(lines)
+
+
+PEER_WORDS = {"send": "to", "receive": "from", "collective": "rooted at"}
+
+
+def format_call(c: dict) -> str:
+    """An MPI call of summary.json, as a reader names it: MPI_Recv from rank 1 (tag 0, mpi.csv seq 3)."""
+    text = c["call"]
+    if c["peer"] >= 0:
+        text += f" {PEER_WORDS.get(c['kind'], 'with')} rank {c['peer']}"
+    details = [f"tag {c['tag']}"] * (c["tag"] >= 0) + [f"communicator {c['comm']}"] * (c["comm"] > 0)
+    details.append(f"mpi.csv seq {c['seq']}")
+    return f"{text} ({', '.join(details)})"
+
+
+def format_run_summary(s: dict, outputs: dict[str, str | Path] | None = None, top: int = 5) -> str:
+    """The terminal summary of an MPI run (summary.json of its directory)."""
+    mpi = {"mpich": "MPICH", "openmpi": "Open MPI"}.get(s["mpi"], s["mpi"] or "no MPI")
+    lines = [f"{'ranks':<{LABEL}}{s['ranks']} ({mpi})",
+             f"{'messages':<{LABEL}}{s['messages']}, {human(s['bytes'])} bytes",
+             f"{'collectives':<{LABEL}}{s['collectives']}",
+             f"{'rank':>6} {'T1':>10} {'T-inf':>10} {'parallelism':>11} {'instances':>9} {'MPI calls':>9}"]
+    for r in s["per_rank"]:
+        lines.append(f"{r['rank']:>6} {human(r['t1']):>10} {human(r['tinf']):>10} {r['parallelism']:>11.2f} "
+                     f"{r['instances']:>9} {r['mpi_calls']:>9}" + (f"  {r['ending']}" if r["partial"] else ""))
+    for w in s["warnings"]:
+        lines.append(f"warning: {w}")
+    for what in ("sends", "receives"):
+        unmatched = s[f"unmatched_{what}"]
+        lines += [f"unmatched: rank {c['rank']}: {format_call(c)}" for c in unmatched[:top]]
+        if len(unmatched) > top:
+            lines.append(f"unmatched: ... {len(unmatched) - top} more {what} in summary.json")
+    for r in s["per_rank"]:
+        if r["blocked_in"]:
+            lines.append(f"rank {r['rank']} stopped inside {format_call(r['blocked_in'])}")
+    if s["partial"]:
+        lines.append(f"partial run: {s['ending'] or 'not every rank ran to its end'}")
+    for label, path in (outputs or {}).items():
+        lines.append(f"{label}: {path}")
+    return "\n".join(lines)

@@ -17,7 +17,7 @@ import numpy as np
 from tareador.formats.dimemas import (byte_words, csr, line_chunks, recycle_freed_memory, split_fields,
                                       write_authentic, write_ompss)
 from tareador.taskgraph.model import RAW, TaskTrace
-from tareador.taskgraph.store import load
+from tareador.taskgraph.store import load_trace
 
 POLICIES = ("cp", "fifo", "bf")
 
@@ -119,7 +119,7 @@ def load_dag(directory: str | Path) -> Dag:
         (src, dst, size), _kinds = deps
         return _build(ids, [text[p] for p in pieces], instance, parent, start, instructions, src, dst, raw, size)
     except (OSError, ValueError):
-        return dag_from_trace(load(d))
+        return dag_from_trace(load_trace(d))
 
 
 def _dependency_kinds(data: bytes, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -28,14 +28,14 @@ class TraceDirError(Exception):
     """A trace directory that is missing, incomplete or corrupt."""
 
 
-def _write_table(path: Path, cls, rows) -> None:
+def write_table(path: Path, cls, rows) -> None:
     with output_file(path, newline="") as f:
         w = csv.writer(f)
         w.writerow([fl.name for fl in fields(cls)])
         w.writerows(astuple(r) for r in rows)
 
 
-def _read_table(path: Path, cls) -> list:
+def read_table(path: Path, cls) -> list:
     if not path.exists():
         raise TraceDirError(f"{path} is missing: run 'tareador trace -o {path.parent} -- ./prog' again")
     converters = [int if fl.type == "int" else str for fl in fields(cls)]
@@ -105,9 +105,9 @@ def save(trace: TaskTrace, directory: str | Path) -> Path:
         for stale in d.glob(pattern):
             if stale.is_symlink() or stale.is_file():
                 stale.unlink()
-    _write_table(d / "tasks.csv", TaskInstance, trace.tasks)
-    _write_table(d / "deps.csv", Dependency, trace.deps)
-    _write_table(d / "objects.csv", DataObject, trace.objects)
+    write_table(d / "tasks.csv", TaskInstance, trace.tasks)
+    write_table(d / "deps.csv", Dependency, trace.deps)
+    write_table(d / "objects.csv", DataObject, trace.objects)
     write_text(d / "summary.json", json.dumps(trace.summary, indent=2, sort_keys=True) + "\n")
     trace.path = str(d)
     return d
@@ -115,28 +115,51 @@ def save(trace: TaskTrace, directory: str | Path) -> Path:
 
 def save_mpi(directory: str | Path, calls: list[MpiCall], comms: list[Communicator]) -> None:
     """A rank's MPI calls and communicators, beside its trace (``save`` first: it clears the directory)."""
-    _write_table(Path(directory) / "mpi.csv", MpiCall, calls)
-    _write_table(Path(directory) / "comms.csv", Communicator, comms)
+    write_table(Path(directory) / "mpi.csv", MpiCall, calls)
+    write_table(Path(directory) / "comms.csv", Communicator, comms)
 
 
-def load(directory: str | Path) -> TaskTrace:
-    """Load a trace directory written by ``tareador trace`` (the notebook entry point)."""
+def load(directory: str | Path):
+    """Load what ``tareador trace`` or ``tareador mpirun`` wrote (the notebook entry point): a
+    TaskTrace, or an MpiRun for a directory of ranks (rank-N/ subdirectories)."""
     d = Path(directory)
+    if is_run(d):
+        from tareador.taskgraph.mpi import load_run
+
+        return load_run(d)
+    return load_trace(d)
+
+
+def is_run(d: Path) -> bool:
+    """A run's directory holds its ranks' traces, not one of its own."""
+    return d.is_dir() and not (d / "tasks.csv").exists() and any(r.is_dir() for r in d.glob("rank-*"))
+
+
+def load_trace(directory: str | Path) -> TaskTrace:
+    """One traced process: what every command about a single task graph works on."""
+    d = Path(directory)
+    if is_run(d):
+        raise TraceDirError(f"{d} is an MPI run: give one rank's trace, e.g. {d / 'rank-0'}")
     if not d.is_dir():
         raise TraceDirError(f"{d} is not a trace directory: create one with 'tareador trace -o {d} -- ./prog'")
-    tables = {name: _read_table(d / name, cls) for name, cls in TABLES.items()}
+    tables = {name: read_table(d / name, cls) for name, cls in TABLES.items()}
     _check(d, tables["tasks.csv"], tables["deps.csv"])
-    try:
-        summary = json.loads((d / "summary.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TraceDirError(f"{d / 'summary.json'} is missing: trace the program again") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise TraceDirError(f"{d / 'summary.json'} is corrupt ({e}); trace the program again") from None
-    if not isinstance(summary, dict):
-        raise TraceDirError(f"{d / 'summary.json'} is not a JSON object; trace the program again")
+    summary = read_summary(d / "summary.json", "trace the program again")
     trace = TaskTrace(tables["tasks.csv"], tables["deps.csv"], tables["objects.csv"], summary, str(d))
     try:
         trace.tinf
     except ValueError as e:
         raise TraceDirError(f"{d / 'deps.csv'}: {e}") from None
     return trace
+
+
+def read_summary(path: Path, remedy: str) -> dict:
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TraceDirError(f"{path} is missing: {remedy}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise TraceDirError(f"{path} is corrupt ({e}); {remedy}") from None
+    if not isinstance(summary, dict):
+        raise TraceDirError(f"{path} is not a JSON object; {remedy}")
+    return summary

@@ -1,0 +1,37 @@
+"""``tareador postprocess DIR``: merge the ranks an MPI run traced into the run's own files."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "postprocess", help="match the messages of an MPI run's ranks and write the run's files",
+        description="Read the rank-N/ directories that 'tareador trace --mpi' wrote under a launcher, match "
+                    "sends with receives and collectives across ranks, and write mpi.csv, messages.csv, "
+                    "summary.json and authentic.dim at the top of DIR ('tareador mpirun' does this itself).",
+        epilog="example:\n  srun -n 64 tareador trace --mpi -o run.tareador -- ./app\n"
+               "  tareador postprocess run.tareador",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_dir", metavar="DIR", help="the directory given to 'tareador trace --mpi -o'")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from tareador.render.summary import format_run_summary
+
+    result = postprocess(args.run_dir)
+    print(format_run_summary(result.summary, {"run directory": args.run_dir}))
+    return 1 if result.summary["partial"] else 0
+
+
+def postprocess(directory: str | Path, ending: str | None = None):
+    """The run's files, then its authentic Dimemas trace; returns the MpiRun."""
+    from tareador.formats.dimemas_mpi import write_mpi_authentic
+    from tareador.taskgraph.mpi import build_run
+
+    result = build_run(directory, ending)
+    write_mpi_authentic(Path(directory) / "authentic.dim", result.ranks, result.calls_by_rank, result.matching)
+    return result

@@ -1,0 +1,126 @@
+"""Collective operations written as the point-to-point messages of a named algorithm.
+
+The bundled replay engine has no Dimemas global operations (record 10), so an MPI run's
+authentic.dim spells each collective out as the messages a common MPI implementation sends
+(MPICH's choices for small messages): binomial trees for Bcast and Reduce, recursive doubling for
+Allreduce, Reduce_scatter and Barrier, linear Gather/Scatter, a ring for Allgather, pairwise
+exchange for Alltoall. Every member's steps are listed in the order it takes them; an exchange
+with a partner is an immediate send followed by a blocking receive, as MPI_Sendrecv.
+
+Message sizes come from each member's ``bytes`` in mpi.csv (count x type size of what it
+contributes): the root's for Bcast, Reduce and Scatter, each sender's own otherwise. The
+v-variants record only their total, so their messages are the total split evenly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+SEND, ISEND, RECV = "send", "isend", "recv"
+Step = tuple[str, int, int]  # (SEND | ISEND | RECV, partner's index in the communicator, bytes)
+
+
+def _binomial_bcast(p: int, root: int, size: int) -> list[list[Step]]:
+    """Relative rank v gets the data from v minus its lowest set bit, then passes it to
+    v + 2^j for each lower power of two."""
+    steps: list[list[Step]] = [[] for _ in range(p)]
+    for v in range(p):
+        me = (v + root) % p
+        mask = 1
+        while mask < p and not v & mask:
+            mask <<= 1
+        if mask < p:
+            steps[me].append((RECV, (v - mask + root) % p, size))
+        mask >>= 1
+        while mask:
+            if v + mask < p:
+                steps[me].append((SEND, (v + mask + root) % p, size))
+            mask >>= 1
+    return steps
+
+
+def _binomial_reduce(p: int, root: int, size: int) -> list[list[Step]]:
+    """The broadcast tree backwards: each gets from its children, nearest first, then sends up."""
+    down = _binomial_bcast(p, root, size)
+    return [[(RECV if op == SEND else SEND, peer, n) for op, peer, n in reversed(steps)] for steps in down]
+
+
+def _recursive_doubling(p: int, sizes: list[int]) -> list[list[Step]]:
+    """Exchange with the partner whose rank differs in bit j, for each j, among the largest power
+    of two of the ranks; the first 2 x (p - that power) ranks fold in pairs before and unfold after."""
+    pof2 = 1 << (p.bit_length() - 1)
+    rem = p - pof2
+    steps: list[list[Step]] = [[] for _ in range(p)]
+    for i in range(p):
+        if i < 2 * rem:
+            steps[i].append((SEND, i + 1, sizes[i]) if i % 2 == 0 else (RECV, i - 1, sizes[i - 1]))
+            if i % 2 == 0:
+                continue
+            new = i // 2
+        else:
+            new = i - rem
+        mask = 1
+        while mask < pof2:
+            other = new ^ mask
+            partner = other * 2 + 1 if other < rem else other + rem
+            steps[i] += [(ISEND, partner, sizes[i]), (RECV, partner, sizes[partner])]
+            mask <<= 1
+        if i < 2 * rem:
+            steps[i].append((SEND, i - 1, sizes[i]))
+    for i in range(0, 2 * rem, 2):
+        steps[i].append((RECV, i + 1, sizes[i + 1]))
+    return steps
+
+
+def _linear_gather(p: int, root: int, sizes: list[int]) -> list[list[Step]]:
+    steps: list[list[Step]] = [[(SEND, root, sizes[i])] if i != root else [] for i in range(p)]
+    steps[root] = [(RECV, i, sizes[i]) for i in range(p) if i != root]
+    return steps
+
+
+def _linear_scatter(p: int, root: int, size: int) -> list[list[Step]]:
+    steps: list[list[Step]] = [[(RECV, root, size)] if i != root else [] for i in range(p)]
+    steps[root] = [(SEND, i, size) for i in range(p) if i != root]
+    return steps
+
+
+def _ring_allgather(p: int, sizes: list[int]) -> list[list[Step]]:
+    """At step s each rank passes on to its right the block that started s ranks to its left."""
+    return [[step for s in range(p - 1) for step in ((ISEND, (i + 1) % p, sizes[(i - s) % p]),
+                                                     (RECV, (i - 1) % p, sizes[(i - s - 1) % p]))]
+            for i in range(p)]
+
+
+def _pairwise_alltoall(p: int, sizes: list[int]) -> list[list[Step]]:
+    """At step s each rank sends its block for the rank s to its right and gets the one from s to its left."""
+    return [[step for s in range(1, p) for step in ((ISEND, (i + s) % p, sizes[i]),
+                                                    (RECV, (i - s) % p, sizes[(i - s) % p]))]
+            for i in range(p)]
+
+
+def _even(sizes: list[int]) -> list[int]:
+    return [n // len(sizes) for n in sizes]
+
+
+# operation -> (algorithm's name, steps(members, root index, bytes of each member))
+ALGORITHMS: dict[str, tuple[str, Callable[[int, int, list[int]], list[list[Step]]]]] = {
+    "MPI_Bcast": ("binomial tree", lambda p, r, b: _binomial_bcast(p, r, b[r])),
+    "MPI_Reduce": ("binomial tree", lambda p, r, b: _binomial_reduce(p, r, b[r])),
+    "MPI_Allreduce": ("recursive doubling", lambda p, r, b: _recursive_doubling(p, b)),
+    "MPI_Reduce_scatter": ("recursive doubling of the whole vector", lambda p, r, b: _recursive_doubling(p, b)),
+    "MPI_Reduce_scatter_block": ("recursive doubling of the whole vector", lambda p, r, b: _recursive_doubling(p, b)),
+    "MPI_Barrier": ("recursive doubling of empty messages", lambda p, r, b: _recursive_doubling(p, [0] * p)),
+    "MPI_Gather": ("linear", _linear_gather),
+    "MPI_Gatherv": ("linear", _linear_gather),
+    "MPI_Scatter": ("linear", lambda p, r, b: _linear_scatter(p, r, b[r])),
+    "MPI_Scatterv": ("linear", lambda p, r, b: _linear_scatter(p, r, b[r] // p)),
+    "MPI_Allgather": ("ring", lambda p, r, b: _ring_allgather(p, b)),
+    "MPI_Allgatherv": ("ring", lambda p, r, b: _ring_allgather(p, b)),
+    "MPI_Alltoall": ("pairwise exchange", lambda p, r, b: _pairwise_alltoall(p, b)),
+    "MPI_Alltoallv": ("pairwise exchange", lambda p, r, b: _pairwise_alltoall(p, _even(b))),
+}
+
+
+def steps(operation: str, root: int, sizes: list[int]) -> list[list[Step]]:
+    """Each member's messages for one collective; ``root`` is an index into the members."""
+    return ALGORITHMS[operation][1](len(sizes), root, sizes)

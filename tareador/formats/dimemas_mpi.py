@@ -1,0 +1,140 @@
+"""The authentic trace of an MPI run: one Dimemas task per rank, as the ranks ran.
+
+Each rank is one thread of CPU bursts (its instructions between MPI calls, the same counter as
+tasks.csv, at ``instructions_per_second``) framed by task-type events (7003, as in the other
+traces), and its MPI calls as Dimemas records with the real peers, tags and sizes: a blocking
+send is a send (MPI_Ssend a rendezvous one), MPI_Isend an immediate send, MPI_Recv a receive,
+MPI_Irecv an irecv and the Wait or Test that completed it a wait; a send-receive is an immediate
+send then a receive. Collectives are written as point-to-point messages (formats/collectives.py),
+on a communicator of their own: the run's communicator c carries the program's messages as
+Dimemas communicator c and its collectives' as c + the number of communicators, as MPI keeps
+them apart, with the collective's index on its communicator as tag. Sends and receives that
+matched nothing (tareador.taskgraph.matching) and incomplete collectives are left out, so that
+the trace of a partial run still replays; summary.json lists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from tareador.formats import collectives
+from tareador.formats.dimemas import RECV, SEND, SYNC_IMMEDIATE, SYNC_RENDEZVOUS, write_dim, write_task_labels
+from tareador.formats.paraver import TASK_EVENT, task_type_values
+from tareador.taskgraph.matching import Matching
+from tareador.taskgraph.model import TaskInstance, TaskTrace
+from tareador.taskgraph.mpi import COMPLETION, IMMEDIATE_RECEIVES, RECEIVE, SENDRECVS, MpiCall, sides
+from tareador.taskgraph.mpi import SEND as SEND_SIDE
+
+IRECV, WAIT = 1, 2  # receive types
+
+
+def write_mpi_authentic(path: str | Path, traces: Sequence[TaskTrace], calls_by_rank: Sequence[Sequence[MpiCall]],
+                        matching: Matching, instructions_per_second: float = 1e9) -> list[Path]:
+    """authentic.dim and its .pcf (task type names) for a run's ranks."""
+    names = [t.name for trace in traces for t in trace.tasks]
+    values = task_type_values(names)
+    records = _point_to_point(calls_by_rank, matching) | _collectives(matching)
+    blocks = (_rank_block(rank, trace.tasks, calls_by_rank[rank], records, values, instructions_per_second)
+              for rank, trace in enumerate(traces))
+    return [write_dim(path, "authentic", [1] * len(traces), blocks), write_task_labels(path, names)]
+
+
+def _point_to_point(calls_by_rank: Sequence[Sequence[MpiCall]], matching: Matching) -> dict[tuple[int, int], str]:
+    """(rank, seq) -> the records of each call that sends, receives or completes a matched message."""
+    records = {}
+    for rank, calls in enumerate(calls_by_rank):
+        started = {}  # request number -> the non-blocking call that started it
+        for c, side in zip(calls, sides(calls)):
+            m = matching.by_call.get((rank, c.seq))
+            comm = matching.comm_of.get((rank, c.comm))
+            if c.nonblocking:
+                started[c.requests[0]] = c
+            if side == SEND_SIDE and m:
+                sync = (SYNC_RENDEZVOUS if c.rendezvous else 0) | (
+                    SYNC_IMMEDIATE if c.nonblocking or c.operation in SENDRECVS else 0)
+                records[rank, c.seq] = f"{SEND}:{rank}:0:{m.dst}:{max(m.bytes, 0)}:{m.tag}:{comm}:{sync}\n"
+            elif side == RECEIVE and m:
+                records[rank, c.seq] = _receive(rank, m.src, m.bytes, m.tag, comm, IRECV if c.nonblocking else 0)
+            elif side == COMPLETION:
+                waits = [(r, matching.by_call.get((rank, r.seq))) for r in map(started.get, c.requests)
+                         if r.operation in IMMEDIATE_RECEIVES]
+                text = "".join(_receive(rank, m.src, m.bytes, m.tag, matching.comm_of[rank, r.comm], WAIT)
+                               for r, m in waits if m)
+                if text:
+                    records[rank, c.seq] = text
+    return records
+
+
+def _receive(rank: int, src: int, size: int, tag: int, comm: int, kind: int) -> str:
+    return f"{RECV}:{rank}:0:{src}:{max(size, 0)}:{tag}:{comm}:{kind}\n"
+
+
+def _collectives(matching: Matching) -> dict[tuple[int, int], str]:
+    """(rank, seq) -> the messages of each member's part of each complete collective."""
+    records = {}
+    offset = len(matching.communicators)
+    for op in matching.collectives:
+        root = op.members.index(op.root) if op.root >= 0 else 0
+        plan = collectives.steps(op.operation, root, [max(c.bytes, 0) for c in op.calls])
+        for me, (rank, call, steps) in enumerate(zip(op.members, op.calls, plan)):
+            text = []
+            for kind, peer, size in steps:
+                partner = op.members[peer]
+                if kind == collectives.RECV:
+                    text.append(_receive(rank, partner, size, op.index, op.comm + offset, 0))
+                else:
+                    sync = SYNC_IMMEDIATE if kind == collectives.ISEND else 0
+                    text.append(f"{SEND}:{rank}:0:{partner}:{size}:{op.index}:{op.comm + offset}:{sync}\n")
+            if text:
+                records[rank, call.seq] = "".join(text)
+    return records
+
+
+def _rank_block(rank: int, tasks: list[TaskInstance], calls: Sequence[MpiCall], records: dict, values: dict[str, int],
+                instructions_per_second: float) -> str:
+    """The rank's thread: its fragments in order, each framed by its type, and at each call's
+    place on the instruction counter the call's records."""
+    out = [f"1:{rank}:0:0.000000000\n"]
+    cursor = 0
+
+    def at(counter: int, text: str) -> None:
+        nonlocal cursor
+        if counter > cursor:
+            out.append(f"1:{rank}:0:{(counter - cursor) / instructions_per_second:.9f}\n")
+            cursor = counter
+        out.append(text)
+
+    def begin(f: TaskInstance) -> None:
+        at(f.start, f"20:{rank}:0:{TASK_EVENT}:{values[f.name]}\n")
+
+    def end(f: TaskInstance) -> None:
+        at(f.end, f"20:{rank}:0:{TASK_EVENT}:0\n")
+
+    def comes_before(f: TaskInstance, c: MpiCall) -> bool:
+        """Fragments run one after the other; a call outside all of them falls between two."""
+        if c.task >= 0:
+            return f.id <= c.task
+        return f.start < c.posted or f.end <= c.posted
+
+    ahead = iter(sorted(tasks, key=lambda t: t.id))
+    pending, running = next(ahead, None), None
+    for c in calls:
+        text = records.get((rank, c.seq))
+        if text is None:
+            continue
+        while pending is not None and comes_before(pending, c):
+            if running is not None:
+                end(running)
+            running, pending = pending, next(ahead, None)
+            begin(running)
+        if running is not None and running.id != c.task:
+            end(running)
+            running = None
+        at(c.posted, text)
+    if running is not None:
+        end(running)
+    for f in ([pending] if pending is not None else []) + list(ahead):
+        begin(f)
+        end(f)
+    return "".join(out)

@@ -1,0 +1,403 @@
+"""An MPI run: every rank's task graph, the MPI calls each rank made and the messages between them.
+
+``tareador trace --mpi`` writes one rank into ``DIR/rank-N/`` (its task graph as for any trace,
+plus ``mpi.csv``, one row per MPI call, and ``comms.csv``, its communicators); ``tareador
+postprocess DIR`` matches the calls of all ranks and writes the run's own files at the top:
+``mpi.csv`` (every rank's rows), ``messages.csv`` (one row per matched message) and
+``summary.json``. The files are the contract between those steps (README.md, MPI runs), so they
+are validated on the way in and every problem is named by file and line.
+
+Communicator numbers in mpi.csv belong to the rank that wrote it (0 = MPI_COMM_WORLD,
+1 = MPI_COMM_SELF, then in the order the rank created them); the same communicator may have
+different numbers on two of its ranks. MPI_Sendrecv and MPI_Sendrecv_replace are two rows, the
+send part first, then the receive part (each has its own peer, tag and size).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from tareador.files import write_text
+from tareador.taskgraph.model import TaskTrace
+from tareador.taskgraph.store import TraceDirError, load_trace, read_summary, read_table, write_table
+
+RANK_DIR = re.compile(r"rank-(\d+)")
+WORLD, SELF = 0, 1
+
+# What each call is to the run, by name without the MPI-4 large-count suffix (_c).
+BLOCKING_SENDS = {"MPI_Send", "MPI_Bsend", "MPI_Rsend", "MPI_Ssend"}
+IMMEDIATE_SENDS = {"MPI_Isend", "MPI_Ibsend", "MPI_Irsend", "MPI_Issend"}
+RENDEZVOUS_SENDS = {"MPI_Ssend", "MPI_Issend"}  # complete only once the receive has started
+BLOCKING_RECEIVES = {"MPI_Recv", "MPI_Mrecv"}
+IMMEDIATE_RECEIVES = {"MPI_Irecv", "MPI_Imrecv"}
+SENDRECVS = {"MPI_Sendrecv", "MPI_Sendrecv_replace"}
+COMPLETIONS = {"MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome",
+               "MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome"}
+ROOTED = {"MPI_Bcast", "MPI_Reduce", "MPI_Gather", "MPI_Gatherv", "MPI_Scatter", "MPI_Scatterv"}
+COLLECTIVES = ROOTED | {"MPI_Barrier", "MPI_Allreduce", "MPI_Allgather", "MPI_Allgatherv", "MPI_Alltoall",
+                        "MPI_Alltoallv", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block"}
+# Calls that carry no data and need no model: they are not listed as unmodelled.
+BOOKKEEPING = {"MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Comm_rank", "MPI_Comm_size", "MPI_Comm_dup",
+               "MPI_Comm_split", "MPI_Comm_create", "MPI_Comm_free", "MPI_Mprobe", "MPI_Improbe", "MPI_Probe",
+               "MPI_Iprobe"}
+
+SEND, RECEIVE, COMPLETION, COLLECTIVE, OTHER = "send", "receive", "completion", "collective", "other"
+
+
+@dataclass(frozen=True)
+class MpiCall:
+    """One row of mpi.csv: one MPI call of one rank (README.md, MPI runs, has every column)."""
+
+    rank: int
+    seq: int  # order of the row in its rank, from 0
+    call: str  # the function as the program called it
+    peer: int  # partner as a world rank; -1: none (collectives: the root of rooted ones)
+    tag: int  # -1: none
+    comm: int  # the rank's own communicator number (comms.csv), -1: none
+    bytes: int  # count x type size (collectives: what this rank contributes), -1: unknown
+    object: str  # the buffer's object (objects.csv), '' if none
+    posted: int  # the rank's instruction counter at the call
+    completed: int  # ... when the operation completed (a non-blocking one: at its Wait/Test); -1: never
+    request: str  # non-blocking calls: the tracer's request number; Wait/Test: those it completed, ';'-joined
+    task: int  # the fragment (tasks.csv id) that made the call, -1: none
+
+    @property
+    def operation(self) -> str:
+        """The call's name without the large-count suffix: MPI_Send_c does what MPI_Send does."""
+        return self.call.removesuffix("_c")
+
+    @property
+    def requests(self) -> tuple[int, ...]:
+        return tuple(int(r) for r in self.request.split(";")) if self.request else ()
+
+    @property
+    def nonblocking(self) -> bool:
+        return self.operation in IMMEDIATE_SENDS or self.operation in IMMEDIATE_RECEIVES
+
+    @property
+    def rendezvous(self) -> bool:
+        return self.operation in RENDEZVOUS_SENDS
+
+
+@dataclass(frozen=True)
+class Message:
+    """One row of messages.csv: a point-to-point message matched to its receive."""
+
+    id: int
+    src: int  # world ranks
+    dst: int
+    tag: int
+    comm: int  # the communicator's number in the sender's mpi.csv
+    bytes: int  # as sent
+    send_seq: int  # mpi.csv seq of the send on rank src
+    recv_seq: int  # ... of the receive on rank dst
+
+
+@dataclass(frozen=True)
+class Comm:
+    """One row of a rank's comms.csv."""
+
+    comm: int
+    size: int
+    ranks: str  # the world ranks of the communicator in its own rank order, ';'-joined
+
+    @property
+    def members(self) -> tuple[int, ...]:
+        return tuple(int(r) for r in self.ranks.split(";")) if self.ranks else ()
+
+
+@dataclass
+class MpiRun:
+    """A whole MPI run, what ``tareador.load(DIR)`` returns for a run's directory.
+
+    ``ranks[r]`` is rank r's task graph, ``comms[r]`` its communicators; ``calls`` are every
+    rank's MPI calls sorted by (rank, seq); ``messages`` the matched point-to-point messages.
+    """
+
+    ranks: list[TaskTrace]
+    calls: list[MpiCall]
+    messages: list[Message]
+    comms: list[list[Comm]]
+    summary: dict = field(default_factory=dict)
+    path: str | None = None
+
+    def calls_of(self, rank: int) -> list[MpiCall]:
+        return self.calls_by_rank[rank]
+
+    @cached_property
+    def calls_by_rank(self) -> list[list[MpiCall]]:
+        by_rank: list[list[MpiCall]] = [[] for _ in self.ranks]
+        for c in self.calls:
+            by_rank[c.rank].append(c)
+        return by_rank
+
+    @cached_property
+    def matching(self):
+        """Messages, collectives and what matched nothing (tareador.taskgraph.matching)."""
+        from tareador.taskgraph.matching import match
+
+        return match(self.calls_by_rank, self.comms)
+
+
+def sides(calls: Sequence[MpiCall]) -> list[str]:
+    """What each of one rank's calls (in seq order) is to the run: SEND, RECEIVE, COMPLETION,
+    COLLECTIVE or OTHER. Send-receive rows alternate: the send part, then its receive part."""
+    result = []
+    pair_open = False
+    for c in calls:
+        op = c.operation
+        if op in SENDRECVS:
+            result.append(RECEIVE if pair_open else SEND)
+            pair_open = not pair_open
+            continue
+        pair_open = False
+        if op in BLOCKING_SENDS or op in IMMEDIATE_SENDS:
+            result.append(SEND)
+        elif op in BLOCKING_RECEIVES or op in IMMEDIATE_RECEIVES:
+            result.append(RECEIVE)
+        elif op in COMPLETIONS:
+            result.append(COMPLETION)
+        elif op in COLLECTIVES and c.comm >= 0:
+            result.append(COLLECTIVE)
+        else:
+            result.append(OTHER)
+    return result
+
+
+def blocked_in(calls: Sequence[MpiCall]) -> MpiCall | None:
+    """The call a rank was inside when its trace ended (its last, never completed), if any."""
+    if calls and calls[-1].completed < 0 and not calls[-1].nonblocking:
+        return calls[-1]
+    return None
+
+
+# ----------------------------------------------------------------------------------- ranks
+
+def rank_dirs(directory: Path) -> dict[int, Path]:
+    """rank-N/ subdirectories by rank."""
+    found = {}
+    for d in directory.glob("rank-*"):
+        m = RANK_DIR.fullmatch(d.name)
+        if m and d.is_dir():
+            found[int(m.group(1))] = d
+    return dict(sorted(found.items()))
+
+
+@dataclass
+class RankTables:
+    trace: TaskTrace
+    calls: list[MpiCall]
+    comms: list[Comm]
+
+
+def read_rank(d: Path, rank: int, size: int) -> RankTables:
+    """One rank's directory, validated: what matching and the Dimemas writer rely on."""
+    trace = load_trace(d)
+    remedy = f"trace the run again (tareador mpirun -o {d.parent} ...)"
+    for name in ("mpi.csv", "comms.csv"):
+        if not (d / name).exists():
+            raise TraceDirError(f"{d / name} is missing: {remedy}")
+    comms = read_table(d / "comms.csv", Comm)
+    _check_comms(d / "comms.csv", comms, rank, size)
+    calls = read_table(d / "mpi.csv", MpiCall)
+    _check_calls(d / "mpi.csv", calls, rank, size, trace, {c.comm for c in comms})
+    return RankTables(trace, calls, comms)
+
+
+def _check_comms(path: Path, comms: list[Comm], rank: int, size: int) -> None:
+    seen = set()
+    for line, c in enumerate(comms, start=2):
+        where = f"{path}:{line}: communicator {c.comm}"
+        if c.comm in seen:
+            raise TraceDirError(f"{where} appears twice; the file is corrupt")
+        seen.add(c.comm)
+        try:
+            members = c.members
+        except ValueError:
+            raise TraceDirError(f"{where}: ranks {c.ranks!r} are not ';'-joined numbers; the file is corrupt") from None
+        if len(members) != c.size or len(set(members)) != c.size or rank not in members:
+            raise TraceDirError(f"{where} of size {c.size} lists ranks {c.ranks!r}, which must be {c.size} distinct "
+                                f"ranks including {rank}; the file is corrupt")
+        if any(not 0 <= m < size for m in members):
+            raise TraceDirError(f"{where} names a rank outside the run's {size}; the file is corrupt")
+
+
+def _check_calls(path: Path, calls: list[MpiCall], rank: int, size: int, trace: TaskTrace, comms: set[int]) -> None:
+    fragments = {t.id: t for t in trace.tasks}
+    requests: dict[int, int] = {}  # request number -> line of the call that started it
+    done: set[int] = set()
+    for line, (c, side) in enumerate(zip(calls, sides(calls)), start=2):
+        where = f"{path}:{line}:"
+        if c.rank != rank or c.seq != line - 2:
+            raise TraceDirError(f"{where} row of rank {c.rank}, seq {c.seq} where rank {rank}, seq {line - 2} "
+                                "belongs; the file is corrupt")
+        if c.peer >= size or c.comm not in comms | {-1} or c.bytes < -1:
+            raise TraceDirError(f"{where} {c.call}: peer {c.peer}, communicator {c.comm} or {c.bytes} bytes do not "
+                                f"exist in a run of {size} ranks with communicators {sorted(comms)}; the file is corrupt")
+        if side in (SEND, RECEIVE) and c.comm == -1:
+            raise TraceDirError(f"{where} {c.call} names no communicator; the file is corrupt")
+        if c.task != -1 and c.task not in fragments:
+            raise TraceDirError(f"{where} {c.call} was made by task {c.task}, which is not in tasks.csv")
+        if line > 2 and c.posted < calls[line - 3].posted or c.completed != -1 and c.completed < c.posted:
+            raise TraceDirError(f"{where} {c.call} posted at {c.posted}, completed at {c.completed}: the instruction "
+                                "counter goes back; the file is corrupt")
+        t = fragments.get(c.task)
+        if t is not None and not t.start <= c.posted <= t.end:
+            raise TraceDirError(f"{where} {c.call} posted at {c.posted}, outside task {t.id} ({t.start}..{t.end})")
+        try:
+            numbers = c.requests
+        except ValueError:
+            raise TraceDirError(f"{where} request {c.request!r} is not ';'-joined numbers; the file is corrupt") from None
+        if c.nonblocking:
+            if len(numbers) != 1 or numbers[0] in requests:
+                raise TraceDirError(f"{where} {c.call} must start one new request, not {c.request!r}")
+            requests[numbers[0]] = line
+        elif numbers and c.operation not in COMPLETIONS:
+            raise TraceDirError(f"{where} {c.call} is neither non-blocking nor a Wait/Test but has requests "
+                                f"{c.request!r}")
+        for r in numbers if c.operation in COMPLETIONS else ():
+            if r not in requests or r in done:
+                raise TraceDirError(f"{where} {c.call} completes request {r}, which "
+                                    + ("was completed before" if r in done else "no earlier call started"))
+            done.add(r)
+    _check_sendrecv_pairs(path, calls)
+
+
+def _check_sendrecv_pairs(path: Path, calls: list[MpiCall]) -> None:
+    roles = sides(calls)
+    for i, (c, role) in enumerate(zip(calls, roles)):
+        if c.operation not in SENDRECVS or role != SEND:
+            continue
+        partner = calls[i + 1] if i + 1 < len(calls) else None
+        if partner is None or partner.operation != c.operation or (partner.task, partner.posted) != (c.task, c.posted):
+            raise TraceDirError(f"{path}:{i + 2}: {c.call} is its send part, and its receive part must follow it "
+                                "(same task and counter); the file is corrupt")
+
+
+# ----------------------------------------------------------------------------------- the run
+
+def read_ranks(directory: Path) -> list[RankTables]:
+    """Every rank of a run, in rank order; a rank that wrote nothing is an empty, partial trace.
+
+    A run's size is what its ranks say (their summaries' "size"); a rank directory numbered
+    beyond it, or from a run of another size, is left from another run and refused.
+    """
+    dirs = rank_dirs(directory)
+    if not dirs:
+        raise TraceDirError(f"{directory} has no rank-N/ directories: trace a run with "
+                            f"'tareador mpirun -np N -o {directory} -- ./prog'")
+    sizes = {r: read_summary(d / "summary.json", "trace the run again").get("size", len(dirs)) for r, d in dirs.items()}
+    size = max(sizes.values())
+    stale = [r for r, s in sizes.items() if s != size or r >= size]
+    if stale:
+        raise TraceDirError(f"{dirs[stale[0]]} is from a run of {sizes[stale[0]]} ranks, the others from one of {size}: "
+                            f"remove it or trace the run again into an empty directory")
+    return [read_rank(dirs[r], r, size) if r in dirs else
+            RankTables(TaskTrace([], [], [], {"rank": r, "size": size, "partial": True, "ending": MISSING}), [], [])
+            for r in range(size)]
+
+
+MISSING = "wrote no trace"
+
+
+def build_run(directory: str | Path, ending: str | None = None) -> MpiRun:
+    """Match the calls of a run's ranks and write the run's own files (tareador postprocess).
+
+    ``ending``: how the launch ended when tareador stopped it (a timeout, Ctrl-C), which makes
+    the run partial.
+    """
+    d = Path(directory)
+    run = _run(d, read_ranks(d), {})
+    run.summary = _summary(run, ending)
+    write_table(d / "mpi.csv", MpiCall, run.calls)
+    write_table(d / "messages.csv", Message, run.messages)
+    write_text(d / "summary.json", json.dumps(run.summary, indent=2) + "\n")
+    return run
+
+
+def _summary(run: MpiRun, ending: str | None) -> dict:
+    m = run.matching
+    side = {(c.rank, c.seq): role for calls in run.calls_by_rank for c, role in zip(calls, sides(calls))}
+
+    def described(c: MpiCall) -> dict:
+        return {"rank": c.rank, "seq": c.seq, "call": c.call, "kind": side[c.rank, c.seq], "peer": c.peer,
+                "tag": c.tag, "comm": c.comm, "bytes": c.bytes}
+
+    per_rank, said = [], defaultdict(list)
+    for r, (trace, calls) in enumerate(zip(run.ranks, run.calls_by_rank)):
+        s = trace.summary
+        blocked = blocked_in(calls)
+        per_rank.append({"rank": r, "t1": trace.t1, "tinf": trace.tinf, "parallelism": round(trace.parallelism, 4),
+                         "instances": trace.instances, "mpi_calls": len(calls), "ending": s.get("ending"),
+                         "partial": bool(s.get("partial")), "blocked_in": described(blocked) if blocked else None})
+        for w in s.get("warnings", []):
+            said[w].append(r)
+    warnings = [f"{_ranks_text(ranks)}: {w}" for w, ranks in said.items()]
+    missing = [r for r, t in enumerate(run.ranks) if t.summary.get("ending") == MISSING]
+    if missing:
+        warnings.append(f"{_ranks_text(missing)} wrote no trace (its tracer did not start or was killed)")
+    if not run.calls and not missing:
+        warnings.append(f"no rank made an MPI call: the {len(run.ranks)} ranks are independent runs of the program")
+    unmodelled = Counter(c.call for c in run.calls if side[c.rank, c.seq] == OTHER and c.operation not in BOOKKEEPING)
+    if unmodelled:
+        warnings.append("MPI calls tareador does not model (only their place in time is kept): "
+                        + ", ".join(f"{name} x{n}" for name, n in sorted(unmodelled.items())))
+    for what, items in (("send", m.unmatched_sends), ("receive", m.unmatched_receives),
+                        ("collective call", m.unmatched_collectives)):
+        if items:
+            warnings.append(f"{len(items)} {what}{'s' * (len(items) > 1)} matched nothing (summary.json lists "
+                            f"{'them' if len(items) > 1 else 'it'})")
+    first = run.ranks[0].summary
+    return {
+        "program": first.get("program"),
+        "arguments": first.get("arguments", []),
+        "ranks": len(run.ranks),
+        "mpi": next((t.summary["mpi"] for t in run.ranks if t.summary.get("mpi")), None),
+        "messages": len(run.messages),
+        "bytes": sum(max(msg.bytes, 0) for msg in run.messages),
+        "collectives": len(m.collectives),
+        "ending": ending,
+        "partial": ending is not None or any(p["partial"] for p in per_rank),
+        "per_rank": per_rank,
+        "unmatched_sends": [described(c) for c in m.unmatched_sends],
+        "unmatched_receives": [described(c) for c in m.unmatched_receives],
+        "unmatched_collectives": m.unmatched_collectives,
+        "calls_not_modelled": dict(sorted(unmodelled.items())),
+        "warnings": warnings,
+    }
+
+
+def _ranks_text(ranks: list[int]) -> str:
+    return f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ", ".join(map(str, ranks))
+
+
+def load_run(directory: str | Path) -> MpiRun:
+    """A run's directory after ``tareador postprocess``: the ranks' files, and the run's own
+    files checked against them (a rank traced again since leaves them stale)."""
+    d = Path(directory)
+    remedy = f"run 'tareador postprocess {d}'"
+    ranks = read_ranks(d)
+    for name in ("mpi.csv", "messages.csv", "summary.json"):
+        if not (d / name).exists():
+            raise TraceDirError(f"{d / name} is missing: {remedy}")
+    run = _run(d, ranks, read_summary(d / "summary.json", remedy))
+    for name, cls, rows in (("mpi.csv", MpiCall, run.calls), ("messages.csv", Message, run.messages)):
+        written = read_table(d / name, cls)
+        if written != rows:
+            line = next((i for i, (a, b) in enumerate(zip(written, rows)) if a != b), min(len(written), len(rows)))
+            raise TraceDirError(f"{d / name}:{line + 2}: differs from what the ranks' own files give (a rank "
+                                f"traced again since?); {remedy}")
+    return run
+
+
+def _run(d: Path, ranks: list[RankTables], summary: dict) -> MpiRun:
+    run = MpiRun([r.trace for r in ranks], [c for r in ranks for c in r.calls], [], [r.comms for r in ranks], summary,
+                 str(d))
+    run.messages = run.matching.messages
+    return run

@@ -1,0 +1,298 @@
+"""MPI runs from hand-made rank directories (the files `tareador trace --mpi` writes, as the README
+describes them): matching, the run's files, validation, and authentic.dim replayed to makespans
+derived by hand, on an ideal network and with latency and bandwidth."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import tareador
+from tareador.cli.postprocess import postprocess
+from tareador.formats.dimemas import read_dim
+from tareador.replay.engine import replay
+from tareador.replay.machine import MB, Machine
+from tareador.taskgraph.model import TaskInstance, TaskTrace
+from tareador.taskgraph.mpi import Comm, Message, MpiCall, MpiRun
+from tareador.taskgraph.store import TraceDirError, save, write_table
+
+IPS = 1e9  # instructions per second of authentic.dim: one instruction is one nanosecond
+
+
+def call(name, peer=-1, tag=-1, size=0, at=0, completed=None, request="", comm=0, task=0):
+    """A row of mpi.csv but its rank and seq; blocking calls complete where they are posted."""
+    return dict(call=name, peer=peer, tag=tag, comm=comm, bytes=size, object="", posted=at,
+                completed=at if completed is None else completed, request=request, task=task)
+
+
+def rank_dir(root, rank, size, calls, tasks=None, comms=None, summary=None):
+    """rank-N/ as the tracer writes it; by default one main fragment covering the calls."""
+    end = max([c["posted"] for c in calls] + [c["completed"] for c in calls] + [0])
+    tasks = tasks or [TaskInstance(0, "main", 0, -1, 0, end, end)]
+    d = root / f"rank-{rank}"
+    save(TaskTrace(tasks, [], [], {"rank": rank, "size": size, "mpi": "mpich", "partial": False,
+                                   "ending": "exited with status 0", "warnings": [], **(summary or {})}), d)
+    write_table(d / "mpi.csv", MpiCall, [MpiCall(rank, i, **c) for i, c in enumerate(calls)])
+    write_table(d / "comms.csv", Comm, comms or [Comm(0, size, ";".join(map(str, range(size)))),
+                                                  Comm(1, 1, str(rank))])
+
+
+def make_run(root, ranks, **per_rank):
+    for r, calls in enumerate(ranks):
+        rank_dir(root, r, len(ranks), calls, **{k: v[r] for k, v in per_rank.items()})
+    return postprocess(root)
+
+
+def makespan(run_dir, latency=0.0, bandwidth=0.0):
+    """authentic.dim replayed with one CPU per rank (one rank per node)."""
+    trace = read_dim(run_dir / "authentic.dim")
+    machine = Machine(nodes=len(trace.threads), inter_latency=latency, inter_bandwidth=bandwidth)
+    return replay(trace, machine).makespan
+
+
+def ping_pong(a, b, c, size=8):
+    """rank 0 computes a, sends to 1, receives its answer, computes c; rank 1 receives, computes
+    b, answers."""
+    return [[call("MPI_Send", 1, 0, size, a), call("MPI_Recv", 1, 0, size, a), call("MPI_Finalize", at=a + c)],
+            [call("MPI_Recv", 0, 0, size, 0), call("MPI_Send", 0, 0, size, b)]]
+
+
+def test_ping_pong_messages_and_summary(tmp_path):
+    run = make_run(tmp_path, ping_pong(1000, 3000, 500, size=64))
+    assert run.messages == [Message(0, 0, 1, 0, 0, 64, 0, 0), Message(1, 1, 0, 0, 0, 64, 1, 1)]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert (summary["ranks"], summary["mpi"], summary["messages"], summary["bytes"]) == (2, "mpich", 2, 128)
+    assert [(r["rank"], r["t1"], r["mpi_calls"]) for r in summary["per_rank"]] == [(0, 1500, 3), (1, 3000, 2)]
+    assert summary["unmatched_sends"] == summary["unmatched_receives"] == [] and not summary["partial"]
+    assert (tmp_path / "messages.csv").read_text().splitlines() == [
+        "id,src,dst,tag,comm,bytes,send_seq,recv_seq", "0,0,1,0,0,64,0,0", "1,1,0,0,0,64,1,1"]
+    assert len((tmp_path / "mpi.csv").read_text().splitlines()) == 1 + 5
+
+
+def test_ping_pong_replays_to_its_chain(tmp_path):
+    """Ideal network: a + b + c. With latency L and bandwidth B each message costs the sender
+    L on its CPU and size/B on the way, the receiver L when it posts the receive (rank 1 posts
+    before the message comes, rank 0 too): a + b + c + 2L + 2 size/B."""
+    a, b, c, size = 1000, 3000, 500, 1 << 20
+    make_run(tmp_path, ping_pong(a, b, c, size))
+    assert makespan(tmp_path) == pytest.approx((a + b + c) / IPS, abs=1e-12)
+    latency, bandwidth = 1e-6, 1000.0
+    transfer = size / (bandwidth * MB)
+    assert makespan(tmp_path, latency, bandwidth) == pytest.approx((a + b + c) / IPS + 2 * latency + 2 * transfer,
+                                                                   abs=1e-12)
+
+
+def test_authentic_dim_records(tmp_path):
+    """Bursts between the calls in seconds, task-type events around the fragment, the sends and
+    receives with the real peers, sizes and tags on communicator 0; MPI_Finalize is no record."""
+    make_run(tmp_path, ping_pong(1000, 3000, 500, size=64))
+    lines = (tmp_path / "authentic.dim").read_text().splitlines()
+    assert lines[0].startswith('#DIMEMAS:"authentic":1,') and lines[0].endswith(":2(1,1),0")
+    assert lines[1:-2] == [
+        "1:0:0:0.000000000", "20:0:0:7003:1", "1:0:0:0.000001000", "2:0:0:1:64:0:0:0", "3:0:0:1:64:0:0:0",
+        "1:0:0:0.000000500", "20:0:0:7003:0",
+        "1:1:0:0.000000000", "20:1:0:7003:1", "3:1:0:0:64:0:0:0", "1:1:0:0.000003000", "2:1:0:0:64:0:0:0",
+        "20:1:0:7003:0"]
+    assert (tmp_path / "authentic.pcf").exists()
+
+
+def test_ring_of_sendrecv(tmp_path):
+    """Rank r computes w[r], MPI_Sendrecv to r+1 and from r-1, computes z[r]: an immediate send
+    and a receive, so rank r goes on at max(w[r], w[r-1]); with latency L and bandwidth B at
+    max(w[r] + 2L, w[r-1] + L + size/B), its send and its receive each costing L."""
+    w, z, size = [100, 900, 400], [1000, 50, 300], 4096
+    ranks = [[call("MPI_Sendrecv", (r + 1) % 3, 7, size, w[r]), call("MPI_Sendrecv", (r - 1) % 3, 7, size, w[r]),
+              call("MPI_Finalize", at=w[r] + z[r])] for r in range(3)]
+    run = make_run(tmp_path, ranks)
+    assert sorted((m.src, m.dst, m.tag, m.send_seq, m.recv_seq) for m in run.messages) == [
+        (0, 1, 7, 0, 1), (1, 2, 7, 0, 1), (2, 0, 7, 0, 1)]
+    assert makespan(tmp_path) == pytest.approx(max(max(w[r], w[r - 1]) + z[r] for r in range(3)) / IPS, abs=1e-12)
+    latency, bandwidth = 2e-6, 100.0
+    transfer = size / (bandwidth * MB)
+    expected = max(max(w[r] / IPS + 2 * latency, w[r - 1] / IPS + latency + transfer) + z[r] / IPS for r in range(3))
+    assert makespan(tmp_path, latency, bandwidth) == pytest.approx(expected, abs=1e-12)
+    assert "2:0:0:1:4096:7:0:2" in (tmp_path / "authentic.dim").read_text().splitlines()  # immediate
+
+
+def test_isend_irecv_waitall_exchange(tmp_path):
+    """Each rank posts an Irecv and an Isend at x, computes until y, waits for both, computes
+    until its end: the Wait returns at max(y, the other's x). Rank 1 waits for rank 0."""
+    x, y, end = [400, 50], [500, 60], [600, 960]
+    ranks = [[call("MPI_Irecv", 1 - r, 3, 80, x[r], completed=y[r], request="0"),
+              call("MPI_Isend", 1 - r, 3, 80, x[r], completed=y[r], request="1"),
+              call("MPI_Waitall", at=y[r], request="0;1"), call("MPI_Finalize", at=end[r])] for r in range(2)]
+    run = make_run(tmp_path, ranks)
+    assert [(m.src, m.dst, m.send_seq, m.recv_seq) for m in run.messages] == [(0, 1, 1, 0), (1, 0, 1, 0)]
+    dim = (tmp_path / "authentic.dim").read_text().splitlines()
+    assert ["3:1:0:0:80:3:0:1", "2:1:0:0:80:3:0:2", "1:1:0:0.000000010", "3:1:0:0:80:3:0:2"] == \
+        dim[dim.index("3:1:0:0:80:3:0:1"):dim.index("3:1:0:0:80:3:0:1") + 4]
+    assert makespan(tmp_path) == pytest.approx(max(max(y[r], x[1 - r]) + end[r] - y[r] for r in range(2)) / IPS,
+                                               abs=1e-12)
+    assert makespan(tmp_path) == pytest.approx(1300e-9, abs=1e-12)
+
+
+def test_rooted_collective_as_a_binomial_tree(tmp_path):
+    """MPI_Bcast from rank 1 over 4 ranks: relative ranks v = r - 1 mod 4; the root sends to
+    v=2 (rank 3) and v=1 (rank 2), rank 3 passes it to v=3 (rank 0). Each rank enters at e[r]
+    and computes z[r] after: rank 1 leaves at e1, ranks 2 and 3 at max(e, e1), rank 0 at
+    max(e0, e3, e1)."""
+    e, z = [10, 500, 20, 700], [1000, 100, 100, 100]
+    ranks = [[call("MPI_Bcast", 1, -1, 32, e[r]), call("MPI_Finalize", at=e[r] + z[r])] for r in range(4)]
+    run = make_run(tmp_path, ranks)
+    assert run.messages == [] and len(run.matching.collectives) == 1
+    dim = (tmp_path / "authentic.dim").read_text().splitlines()
+    # collective traffic on communicator 0 + the run's 5 communicators (world and 4 selves), tag 0
+    assert [line for line in dim if line.startswith(("2:", "3:"))] == [
+        "3:0:0:3:32:0:5:0", "2:1:0:3:32:0:5:0", "2:1:0:2:32:0:5:0", "3:2:0:1:32:0:5:0", "3:3:0:1:32:0:5:0",
+        "2:3:0:0:32:0:5:0"]
+    leave = [max(e[0], e[3], e[1]), e[1], max(e[2], e[1]), max(e[3], e[1])]
+    assert makespan(tmp_path) == pytest.approx(max(leave[r] + z[r] for r in range(4)) / IPS, abs=1e-12)
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 5])
+def test_allreduce_by_recursive_doubling_leaves_when_the_last_enters(tmp_path, ranks):
+    """However the ranks fold in (3 and 5 are not powers of two), no rank leaves an Allreduce
+    before every rank entered it, and on an ideal network all leave right then."""
+    e = [100 * (r * 7 % ranks) + 10 for r in range(ranks)]
+    z = [50 * (r + 1) for r in range(ranks)]
+    make_run(tmp_path, [[call("MPI_Allreduce", size=8, at=e[r]), call("MPI_Finalize", at=e[r] + z[r])]
+                        for r in range(ranks)])
+    assert makespan(tmp_path) == pytest.approx((max(e) + max(z)) / IPS, abs=1e-12)
+
+
+def test_split_communicators_are_told_apart(tmp_path):
+    """MPI_Comm_split into even and odd ranks: communicator 2 on every rank, two communicators.
+    Each half's Allreduce is one operation, and messages with the same tag on the two halves
+    do not cross."""
+    halves = [Comm(2, 2, "0;2"), Comm(2, 2, "1;3"), Comm(2, 2, "0;2"), Comm(2, 2, "1;3")]
+    comms = [[Comm(0, 4, "0;1;2;3"), Comm(1, 1, str(r)), halves[r]] for r in range(4)]
+    ranks = [[call("MPI_Comm_split", at=0, comm=0), call("MPI_Allreduce", size=8, at=10, comm=2),
+              call("MPI_Send" if r < 2 else "MPI_Recv", (r + 2) % 4, 0, 8, 20, comm=2)] for r in range(4)]
+    run = make_run(tmp_path, ranks, comms=comms)
+    assert [(c.comm, c.members) for c in run.matching.collectives] == [(2, (0, 2)), (4, (1, 3))]
+    assert [(m.src, m.dst) for m in run.messages] == [(0, 2), (1, 3)]
+    assert run.summary["unmatched_collectives"] == [] and run.summary["warnings"] == []
+
+
+def test_unmatched_sends_receives_and_collectives_are_reported_not_dropped(tmp_path):
+    """Rank 0 sends tag 5 twice, rank 1 receives it once and waits for a tag 6 nobody sends;
+    rank 0 calls MPI_Barrier, rank 1 MPI_Bcast. The trace still replays without them."""
+    ranks = [[call("MPI_Send", 1, 5, 8, 10), call("MPI_Send", 1, 5, 8, 20), call("MPI_Barrier", at=30)],
+             [call("MPI_Recv", 0, 5, 8, 10), call("MPI_Recv", 0, 6, 8, 20), call("MPI_Bcast", 0, size=4, at=30)]]
+    run = make_run(tmp_path, ranks)
+    s = json.loads((tmp_path / "summary.json").read_text())
+    assert [(c["rank"], c["seq"], c["call"], c["tag"]) for c in s["unmatched_sends"]] == [(0, 1, "MPI_Send", 5)]
+    assert [(c["rank"], c["seq"], c["tag"]) for c in s["unmatched_receives"]] == [(1, 1, 6)]
+    assert s["unmatched_collectives"] == [{"comm": 0, "index": 0, "members": [0, 1],
+                                           "calls": ["MPI_Barrier", "MPI_Bcast"]}]
+    assert len(run.messages) == 1
+    assert s["warnings"] == ["1 send matched nothing (summary.json lists it)",
+                             "1 receive matched nothing (summary.json lists it)",
+                             "1 collective call matched nothing (summary.json lists it)"]
+    assert makespan(tmp_path) == pytest.approx(30e-9, abs=1e-12)
+
+
+def test_a_rank_in_a_call_it_never_left(tmp_path):
+    """A partial rank whose last row never completed was blocked in that call."""
+    ranks = [[call("MPI_Recv", 1, 0, 8, 10, completed=-1)], [call("MPI_Recv", 0, 0, 8, 5, completed=-1)]]
+    run = make_run(tmp_path, ranks, summary=[{"partial": True, "ending": "was interrupted (Ctrl-C)"}] * 2)
+    blocked = [r["blocked_in"] for r in run.summary["per_rank"]]
+    assert [(b["call"], b["kind"], b["peer"]) for b in blocked] == [("MPI_Recv", "receive", 1), ("MPI_Recv", "receive", 0)]
+    assert run.summary["partial"]
+
+
+def test_no_mpi_calls_is_a_warning(tmp_path):
+    run = make_run(tmp_path, [[], [], []])
+    assert run.summary["warnings"] == ["no rank made an MPI call: the 3 ranks are independent runs of the program"]
+
+
+def test_calls_outside_tasks_and_task_events(tmp_path):
+    """Fragments main [0,100), work [100,400), main [400,450): a send made by 'work' at 250 lies
+    inside its burst; a receive outside every fragment (task -1, after tareador_OFF) at 450."""
+    tasks = [TaskInstance(0, "main", 0, -1, 0, 100, 100), TaskInstance(1, "work", 1, 0, 100, 400, 300),
+             TaskInstance(2, "main", 0, -1, 400, 450, 50)]
+    ranks = [[call("MPI_Send", 1, 1, 8, 250, task=1), call("MPI_Recv", 1, 2, 8, 450, task=-1)],
+             [call("MPI_Recv", 0, 1, 8, 0), call("MPI_Send", 0, 2, 8, 0)]]
+    make_run(tmp_path, ranks, tasks=[tasks, None])
+    body = (tmp_path / "authentic.dim").read_text().splitlines()[1:]
+    assert body[:12] == ["1:0:0:0.000000000", "20:0:0:7003:1", "1:0:0:0.000000100", "20:0:0:7003:0", "20:0:0:7003:2",
+                         "1:0:0:0.000000150", "2:0:0:1:8:1:0:0", "1:0:0:0.000000150", "20:0:0:7003:0", "20:0:0:7003:1",
+                         "1:0:0:0.000000050", "20:0:0:7003:0"]
+    assert body[12] == "3:0:0:1:8:2:0:0"
+    assert makespan(tmp_path) == pytest.approx(450e-9, abs=1e-12)
+
+
+def test_load_returns_the_run(tmp_path):
+    make_run(tmp_path, ping_pong(10, 20, 30))
+    run = tareador.load(tmp_path)
+    assert isinstance(run, MpiRun)
+    assert [t.t1 for t in run.ranks] == [40, 20] and len(run.calls) == 5 and len(run.messages) == 2
+    assert run.summary["messages"] == 2 and [c.call for c in run.calls_of(1)] == ["MPI_Recv", "MPI_Send"]
+    assert isinstance(tareador.load(tmp_path / "rank-1"), TaskTrace)
+
+
+def test_stale_run_files_are_named(tmp_path):
+    """A rank traced again after postprocess leaves the run's files stale."""
+    make_run(tmp_path, ping_pong(10, 20, 30))
+    rank_dir(tmp_path, 1, 2, [call("MPI_Recv", 0, 0, 8, 0), call("MPI_Send", 0, 1, 8, 20)])
+    with pytest.raises(TraceDirError, match=r"mpi.csv:6: differs from what the ranks' own files give .*"
+                                            r"run 'tareador postprocess"):
+        tareador.load(tmp_path)
+
+
+def test_single_trace_commands_refuse_a_run(tmp_path):
+    make_run(tmp_path, ping_pong(10, 20, 30))
+    for command in (["graph", str(tmp_path)], ["simulate", str(tmp_path)]):
+        r = subprocess.run([sys.executable, "-m", "tareador", *command], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and r.stderr == f"tareador: {tmp_path} is an MPI run: give one rank's trace, " \
+                                                 f"e.g. {tmp_path / 'rank-0'}\n"
+
+
+CORRUPTIONS = {
+    # rank 1's mpi.csv rows: what the message must say
+    "seq": ([call("MPI_Recv", 0, 0, 8, 0), call("MPI_Send", 0, 0, 8, 20)], 1, "seq", 5,
+            r"rank-1/mpi.csv:3: row of rank 1, seq 5 where rank 1, seq 1 belongs"),
+    "task": ([call("MPI_Recv", 0, 0, 8, 0, task=4)], 0, None, None, r"rank-1/mpi.csv:2: MPI_Recv was made by task 4"),
+    "peer": ([call("MPI_Recv", 2, 0, 8, 0)], 0, None, None, r"rank-1/mpi.csv:2: MPI_Recv: peer 2"),
+    "comm": ([call("MPI_Recv", 0, 0, 8, 0, comm=3)], 0, None, None, r"communicator 3 .* communicators \[0, 1\]"),
+    "backwards": ([call("MPI_Recv", 0, 0, 8, 9), call("MPI_Send", 0, 0, 8, 5)], 0, None, None,
+                  r"rank-1/mpi.csv:3: MPI_Send posted at 5.*counter goes back"),
+    "request": ([call("MPI_Wait", at=0, request="3")], 0, None, None,
+                r"rank-1/mpi.csv:2: MPI_Wait completes request 3, which no earlier call started"),
+    "twice": ([call("MPI_Irecv", 0, 0, 8, 0, request="0"), call("MPI_Wait", at=0, request="0"),
+               call("MPI_Wait", at=0, request="0")], 0, None, None, r"mpi.csv:4: .*was completed before"),
+    "sendrecv": ([call("MPI_Sendrecv", 0, 0, 8, 0)], 0, None, None,
+                 r"rank-1/mpi.csv:2: MPI_Sendrecv is its send part, and its receive part must follow"),
+}
+
+
+@pytest.mark.parametrize("case", CORRUPTIONS, ids=CORRUPTIONS)
+def test_corrupt_rank_files_are_named_by_line(tmp_path, case):
+    rows, index, column, value, message = CORRUPTIONS[case]
+    rank_dir(tmp_path, 0, 2, [call("MPI_Send", 1, 0, 8, 0)])
+    rank_dir(tmp_path, 1, 2, rows)
+    if column:
+        path = tmp_path / "rank-1" / "mpi.csv"
+        lines = path.read_text().splitlines()
+        cells = lines[index + 1].split(",")
+        cells[lines[0].split(",").index(column)] = str(value)
+        lines[index + 1] = ",".join(cells)
+        path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TraceDirError, match=message):
+        postprocess(tmp_path)
+
+
+def test_postprocess_command(tmp_path):
+    make_run(tmp_path, ping_pong(1000, 3000, 500))
+    r = subprocess.run([sys.executable, "-m", "tareador", "postprocess", str(tmp_path)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[:3] == ["ranks             2 (MPICH)", "messages          2, 16 bytes",
+                                         "collectives       0"]
+    assert r.stdout.splitlines()[-1] == f"run directory: {tmp_path}"
+    r = subprocess.run([sys.executable, "-m", "tareador", "postprocess", str(tmp_path / "none")], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.startswith("tareador: ") and len(r.stderr.splitlines()) == 1
