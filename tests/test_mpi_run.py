@@ -16,7 +16,7 @@ from tareador.formats.dimemas import read_dim
 from tareador.replay.engine import replay
 from tareador.replay.machine import MB, Machine
 from tareador.taskgraph.model import TaskInstance, TaskTrace
-from tareador.taskgraph.mpi import Comm, Message, MpiCall, MpiRun
+from tareador.taskgraph.mpi import Communicator, Message, MpiCall, MpiRun
 from tareador.taskgraph.store import TraceDirError, save, write_table
 
 IPS = 1e9  # instructions per second of authentic.dim: one instruction is one nanosecond
@@ -36,8 +36,8 @@ def rank_dir(root, rank, size, calls, tasks=None, comms=None, summary=None):
     save(TaskTrace(tasks, [], [], {"rank": rank, "size": size, "mpi": "mpich", "partial": False,
                                    "ending": "exited with status 0", "warnings": [], **(summary or {})}), d)
     write_table(d / "mpi.csv", MpiCall, [MpiCall(rank, i, **c) for i, c in enumerate(calls)])
-    write_table(d / "comms.csv", Comm, comms or [Comm(0, size, ";".join(map(str, range(size)))),
-                                                  Comm(1, 1, str(rank))])
+    write_table(d / "comms.csv", Communicator, comms or [Communicator(0, size, ";".join(map(str, range(size)))),
+                                                  Communicator(1, 1, str(rank))])
 
 
 def make_run(root, ranks, **per_rank):
@@ -167,8 +167,8 @@ def test_split_communicators_are_told_apart(tmp_path):
     """MPI_Comm_split into even and odd ranks: communicator 2 on every rank, two communicators.
     Each half's Allreduce is one operation, and messages with the same tag on the two halves
     do not cross."""
-    halves = [Comm(2, 2, "0;2"), Comm(2, 2, "1;3"), Comm(2, 2, "0;2"), Comm(2, 2, "1;3")]
-    comms = [[Comm(0, 4, "0;1;2;3"), Comm(1, 1, str(r)), halves[r]] for r in range(4)]
+    halves = [Communicator(2, 2, "0;2"), Communicator(2, 2, "1;3"), Communicator(2, 2, "0;2"), Communicator(2, 2, "1;3")]
+    comms = [[Communicator(0, 4, "0;1;2;3"), Communicator(1, 1, str(r)), halves[r]] for r in range(4)]
     ranks = [[call("MPI_Comm_split", at=0, comm=0), call("MPI_Allreduce", size=8, at=10, comm=2),
               call("MPI_Send" if r < 2 else "MPI_Recv", (r + 2) % 4, 0, 8, 20, comm=2)] for r in range(4)]
     run = make_run(tmp_path, ranks, comms=comms)
@@ -187,7 +187,7 @@ def test_unmatched_sends_receives_and_collectives_are_reported_not_dropped(tmp_p
     assert [(c["rank"], c["seq"], c["call"], c["tag"]) for c in s["unmatched_sends"]] == [(0, 1, "MPI_Send", 5)]
     assert [(c["rank"], c["seq"], c["tag"]) for c in s["unmatched_receives"]] == [(1, 1, 6)]
     assert s["unmatched_collectives"] == [{"comm": 0, "index": 0, "members": [0, 1],
-                                           "calls": ["MPI_Barrier", "MPI_Bcast"]}]
+                                           "calls": ["MPI_Barrier", "MPI_Bcast"], "seqs": [2, 2]}]
     assert len(run.messages) == 1
     assert s["warnings"] == ["1 send matched nothing (summary.json lists it)",
                              "1 receive matched nothing (summary.json lists it)",
@@ -195,12 +195,20 @@ def test_unmatched_sends_receives_and_collectives_are_reported_not_dropped(tmp_p
     assert makespan(tmp_path) == pytest.approx(30e-9, abs=1e-12)
 
 
-def test_a_rank_in_a_call_it_never_left(tmp_path):
-    """A partial rank whose last row never completed was blocked in that call."""
-    ranks = [[call("MPI_Recv", 1, 0, 8, 10, completed=-1)], [call("MPI_Recv", 0, 0, 8, 5, completed=-1)]]
-    run = make_run(tmp_path, ranks, summary=[{"partial": True, "ending": "was interrupted (Ctrl-C)"}] * 2)
-    blocked = [r["blocked_in"] for r in run.summary["per_rank"]]
-    assert [(b["call"], b["kind"], b["peer"]) for b in blocked] == [("MPI_Recv", "receive", 1), ("MPI_Recv", "receive", 0)]
+def test_where_interrupted_ranks_stopped(tmp_path):
+    """Rank 0 waits for a message nobody sent; rank 1's counter stood still in its last call (time
+    inside MPI is not counted); rank 2 waits in MPI_Waitall for an Irecv nobody matched; rank 3
+    computed after its last call."""
+    ranks = [[call("MPI_Recv", 3, 0, 8, 10)], [call("MPI_Barrier", comm=1, at=7)],
+             [call("MPI_Irecv", 3, 1, 8, 5, completed=-1, request="0"), call("MPI_Waitall", at=6, request="")],
+             [call("MPI_Send", 2, 2, 8, 5)]]
+    tasks = [[TaskInstance(0, "main", 0, -1, 0, 50, 50)]] * 3 + [[TaskInstance(0, "main", 0, -1, 0, 50, 50)]]
+    tasks[1] = None
+    run = make_run(tmp_path, ranks, tasks=tasks, summary=[{"partial": True, "ending": "was interrupted (Ctrl-C)"}] * 4)
+    blocked = [r["blocked_in"] and (r["blocked_in"]["call"], r["blocked_in"]["kind"], r["blocked_in"]["peer"])
+               for r in run.summary["per_rank"]]
+    assert blocked == [("MPI_Recv", "receive", 3), ("MPI_Barrier", "collective", -1), ("MPI_Waitall", "completion", -1),
+                       None]
     assert run.summary["partial"]
 
 

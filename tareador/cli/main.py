@@ -15,7 +15,7 @@ import sys
 
 from tareador import __version__
 
-SUBCOMMANDS = ["config", "trace", "postprocess", "graph", "simulate", "whatif", "replay"]
+SUBCOMMANDS = ["config", "trace", "mpirun", "postprocess", "graph", "simulate", "whatif", "replay"]
 
 
 class UserError(Exception):

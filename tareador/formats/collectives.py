@@ -3,7 +3,7 @@
 The bundled replay engine has no Dimemas global operations (record 10), so an MPI run's
 authentic.dim spells each collective out as the messages a common MPI implementation sends
 (MPICH's choices for small messages): binomial trees for Bcast and Reduce, recursive doubling for
-Allreduce, Reduce_scatter and Barrier, linear Gather/Scatter, a ring for Allgather, pairwise
+Allreduce, Scan, Reduce_scatter and Barrier, linear Gather/Scatter, a ring for Allgather, pairwise
 exchange for Alltoall. Every member's steps are listed in the order it takes them; an exchange
 with a partner is an immediate send followed by a blocking receive, as MPI_Sendrecv.
 
@@ -107,6 +107,8 @@ ALGORITHMS: dict[str, tuple[str, Callable[[int, int, list[int]], list[list[Step]
     "MPI_Bcast": ("binomial tree", lambda p, r, b: _binomial_bcast(p, r, b[r])),
     "MPI_Reduce": ("binomial tree", lambda p, r, b: _binomial_reduce(p, r, b[r])),
     "MPI_Allreduce": ("recursive doubling", lambda p, r, b: _recursive_doubling(p, b)),
+    "MPI_Scan": ("recursive doubling", lambda p, r, b: _recursive_doubling(p, b)),
+    "MPI_Exscan": ("recursive doubling", lambda p, r, b: _recursive_doubling(p, b)),
     "MPI_Reduce_scatter": ("recursive doubling of the whole vector", lambda p, r, b: _recursive_doubling(p, b)),
     "MPI_Reduce_scatter_block": ("recursive doubling of the whole vector", lambda p, r, b: _recursive_doubling(p, b)),
     "MPI_Barrier": ("recursive doubling of empty messages", lambda p, r, b: _recursive_doubling(p, [0] * p)),

@@ -112,7 +112,7 @@ def format_run_summary(s: dict, outputs: dict[str, str | Path] | None = None, to
         if r["blocked_in"]:
             lines.append(f"rank {r['rank']} stopped inside {format_call(r['blocked_in'])}")
     if s["partial"]:
-        lines.append(f"partial run: {s['ending'] or 'not every rank ran to its end'}")
+        lines.append(f"partial run: {'the run ' + s['ending'] if s['ending'] else 'not every rank ran to its end'}")
     for label, path in (outputs or {}).items():
         lines.append(f"{label}: {path}")
     return "\n".join(lines)

@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tareador.taskgraph.mpi import COLLECTIVE, RECEIVE, ROOTED, SEND, Comm, Message, MpiCall, sides
+from tareador.taskgraph.mpi import COLLECTIVE, RECEIVE, ROOTED, SEND, Communicator, Message, MpiCall, sides
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class Matching:
     by_call: dict[tuple[int, int], Message] = field(default_factory=dict)  # (rank, seq) of a send or receive
 
 
-def match(calls_by_rank: Sequence[Sequence[MpiCall]], comms_by_rank: Sequence[Sequence[Comm]]) -> Matching:
+def match(calls_by_rank: Sequence[Sequence[MpiCall]], comms_by_rank: Sequence[Sequence[Communicator]]) -> Matching:
     comm_of, communicators = _communicators(comms_by_rank)
     ends: dict[tuple, tuple[list[MpiCall], list[MpiCall]]] = defaultdict(lambda: ([], []))
     collective_calls: dict[int, dict[int, list[MpiCall]]] = defaultdict(lambda: defaultdict(list))
@@ -83,7 +83,7 @@ def match(calls_by_rank: Sequence[Sequence[MpiCall]], comms_by_rank: Sequence[Se
                     problems, comm_of, communicators, by_call)
 
 
-def _communicators(comms_by_rank: Sequence[Sequence[Comm]]) -> tuple[dict, list]:
+def _communicators(comms_by_rank: Sequence[Sequence[Communicator]]) -> tuple[dict, list]:
     """The run's numbering of communicators: in order of first appearance, rank by rank."""
     number: dict[tuple, int] = {}
     comm_of = {}
@@ -108,7 +108,7 @@ def _collectives(calls: dict[int, dict[int, list[MpiCall]]], communicators: list
             broken = broken or len(kinds) > 1 or next(iter(kinds))[1] not in members + (-1,)
             if broken:
                 problems.append({"comm": comm, "index": k, "members": list(members),
-                                 "calls": [c.call if c else None for c in at]})
+                                 "calls": [c.call if c else None for c in at], "seqs": [c.seq if c else None for c in at]})
                 continue
             operation, root = kinds.pop()
             complete.append(Collective(comm, k, operation, root, members, tuple(at)))

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tareador.files import write_text
 from tareador.taskgraph.model import TaskTrace
-from tareador.taskgraph.store import TraceDirError, load_trace, read_summary, read_table, write_table
+from tareador.taskgraph.store import TraceDirError, load_trace, read_summary, read_table, remove_owned, write_table
 
 RANK_DIR = re.compile(r"rank-(\d+)")
 WORLD, SELF = 0, 1
@@ -40,12 +40,12 @@ SENDRECVS = {"MPI_Sendrecv", "MPI_Sendrecv_replace"}
 COMPLETIONS = {"MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome",
                "MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome"}
 ROOTED = {"MPI_Bcast", "MPI_Reduce", "MPI_Gather", "MPI_Gatherv", "MPI_Scatter", "MPI_Scatterv"}
-COLLECTIVES = ROOTED | {"MPI_Barrier", "MPI_Allreduce", "MPI_Allgather", "MPI_Allgatherv", "MPI_Alltoall",
-                        "MPI_Alltoallv", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block"}
+COLLECTIVES = ROOTED | {"MPI_Barrier", "MPI_Allreduce", "MPI_Scan", "MPI_Exscan", "MPI_Allgather", "MPI_Allgatherv",
+                        "MPI_Alltoall", "MPI_Alltoallv", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block"}
 # Calls that carry no data and need no model: they are not listed as unmodelled.
 BOOKKEEPING = {"MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Comm_rank", "MPI_Comm_size", "MPI_Comm_dup",
-               "MPI_Comm_split", "MPI_Comm_create", "MPI_Comm_free", "MPI_Mprobe", "MPI_Improbe", "MPI_Probe",
-               "MPI_Iprobe"}
+               "MPI_Comm_split", "MPI_Comm_split_type", "MPI_Comm_create", "MPI_Comm_free", "MPI_Mprobe",
+               "MPI_Improbe", "MPI_Probe", "MPI_Iprobe", "MPI_Request_free"}
 
 SEND, RECEIVE, COMPLETION, COLLECTIVE, OTHER = "send", "receive", "completion", "collective", "other"
 
@@ -100,7 +100,7 @@ class Message:
 
 
 @dataclass(frozen=True)
-class Comm:
+class Communicator:
     """One row of a rank's comms.csv."""
 
     comm: int
@@ -123,7 +123,7 @@ class MpiRun:
     ranks: list[TaskTrace]
     calls: list[MpiCall]
     messages: list[Message]
-    comms: list[list[Comm]]
+    comms: list[list[Communicator]]
     summary: dict = field(default_factory=dict)
     path: str | None = None
 
@@ -170,11 +170,33 @@ def sides(calls: Sequence[MpiCall]) -> list[str]:
     return result
 
 
-def blocked_in(calls: Sequence[MpiCall]) -> MpiCall | None:
-    """The call a rank was inside when its trace ended (its last, never completed), if any."""
-    if calls and calls[-1].completed < 0 and not calls[-1].nonblocking:
-        return calls[-1]
-    return None
+def blocked_in(calls: Sequence[MpiCall], trace: TaskTrace, waiting: set[int]) -> MpiCall | None:
+    """The call a rank whose trace ended early was inside: its last, when it waited for what
+    never came (``waiting``: seqs of its receives, waits and collectives nothing matched) or
+    when no instruction ran after it (the counter stands still inside MPI calls); not a call
+    that returns at once."""
+    if not calls or calls[-1].nonblocking:
+        return None
+    last = calls[-1]
+    end = max((t.end for t in trace.tasks), default=0)
+    return last if last.seq in waiting or last.completed < 0 or last.posted >= end else None
+
+
+def _waiting(run: MpiRun) -> list[set[int]]:
+    """Per rank, the seqs of the calls that waited for something no other rank did."""
+    m = run.matching
+    waiting: list[set[int]] = [set() for _ in run.ranks]
+    for c in m.unmatched_receives:
+        waiting[c.rank].add(c.seq)
+    for problem in m.unmatched_collectives:
+        for member, seq in zip(problem["members"], problem["seqs"]):
+            if seq is not None:
+                waiting[member].add(seq)
+    for r, calls in enumerate(run.calls_by_rank):
+        # A Wait or Test still under way lists no request yet: any after an Irecv nothing matched.
+        first = min((c.seq for c in calls if c.seq in waiting[r] and c.nonblocking), default=len(calls))
+        waiting[r] |= {c.seq for c in calls[first:] if c.operation in COMPLETIONS}
+    return waiting
 
 
 # ----------------------------------------------------------------------------------- ranks
@@ -189,11 +211,22 @@ def rank_dirs(directory: Path) -> dict[int, Path]:
     return dict(sorted(found.items()))
 
 
+def clear_run(directory: Path) -> None:
+    """What an earlier run wrote into a directory: its files, and its ranks' (a new run may have
+    fewer ranks, and a rank left over would join it); other files stay."""
+    for d in rank_dirs(directory).values():
+        remove_owned(d)
+        if not any(d.iterdir()):
+            d.rmdir()
+    if directory.is_dir():
+        remove_owned(directory)
+
+
 @dataclass
 class RankTables:
     trace: TaskTrace
     calls: list[MpiCall]
-    comms: list[Comm]
+    comms: list[Communicator]
 
 
 def read_rank(d: Path, rank: int, size: int) -> RankTables:
@@ -203,14 +236,14 @@ def read_rank(d: Path, rank: int, size: int) -> RankTables:
     for name in ("mpi.csv", "comms.csv"):
         if not (d / name).exists():
             raise TraceDirError(f"{d / name} is missing: {remedy}")
-    comms = read_table(d / "comms.csv", Comm)
+    comms = read_table(d / "comms.csv", Communicator)
     _check_comms(d / "comms.csv", comms, rank, size)
     calls = read_table(d / "mpi.csv", MpiCall)
     _check_calls(d / "mpi.csv", calls, rank, size, trace, {c.comm for c in comms})
     return RankTables(trace, calls, comms)
 
 
-def _check_comms(path: Path, comms: list[Comm], rank: int, size: int) -> None:
+def _check_comms(path: Path, comms: list[Communicator], rank: int, size: int) -> None:
     seen = set()
     for line, c in enumerate(comms, start=2):
         where = f"{path}:{line}: communicator {c.comm}"
@@ -292,7 +325,7 @@ def read_ranks(directory: Path) -> list[RankTables]:
     if not dirs:
         raise TraceDirError(f"{directory} has no rank-N/ directories: trace a run with "
                             f"'tareador mpirun -np N -o {directory} -- ./prog'")
-    sizes = {r: read_summary(d / "summary.json", "trace the run again").get("size", len(dirs)) for r, d in dirs.items()}
+    sizes = {r: read_summary(d / "summary.json", "trace the run again").get("size") or len(dirs) for r, d in dirs.items()}
     size = max(sizes.values())
     stale = [r for r, s in sizes.items() if s != size or r >= size]
     if stale:
@@ -329,13 +362,13 @@ def _summary(run: MpiRun, ending: str | None) -> dict:
         return {"rank": c.rank, "seq": c.seq, "call": c.call, "kind": side[c.rank, c.seq], "peer": c.peer,
                 "tag": c.tag, "comm": c.comm, "bytes": c.bytes}
 
-    per_rank, said = [], defaultdict(list)
+    per_rank, said, waiting = [], defaultdict(list), _waiting(run)
     for r, (trace, calls) in enumerate(zip(run.ranks, run.calls_by_rank)):
         s = trace.summary
-        blocked = blocked_in(calls)
+        blocked = blocked_in(calls, trace, waiting[r]) if s.get("partial") else None
         per_rank.append({"rank": r, "t1": trace.t1, "tinf": trace.tinf, "parallelism": round(trace.parallelism, 4),
                          "instances": trace.instances, "mpi_calls": len(calls), "ending": s.get("ending"),
-                         "partial": bool(s.get("partial")), "blocked_in": described(blocked) if blocked else None})
+                         "exit_status": s.get("exit_status"), "partial": bool(s.get("partial")), "blocked_in": described(blocked) if blocked else None})
         for w in s.get("warnings", []):
             said[w].append(r)
     warnings = [f"{_ranks_text(ranks)}: {w}" for w, ranks in said.items()]

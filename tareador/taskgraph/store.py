@@ -21,7 +21,7 @@ TABLES = {"tasks.csv": TaskInstance, "deps.csv": Dependency, "objects.csv": Data
 OWNED = ("tasks.csv", "deps.csv", "objects.csv", "summary.json", "graph.dot", "graph.svg", "graph.png",
          "simulation-*.prv", "simulation-*.pcf", "simulation-*.row", "simulation-*.json", "speedup.png",
          "profile.png", "gantt.png", "speedup.csv", "profile.csv", "ompss.dim", "ompss.pcf", "authentic.dim",
-         "authentic.pcf", "whatif-*.png", "whatif.csv", "mpi.csv", "comms.csv")
+         "authentic.pcf", "whatif-*.png", "whatif.csv", "mpi.csv", "comms.csv", "messages.csv")
 
 
 class TraceDirError(Exception):
@@ -98,13 +98,17 @@ def _check(d: Path, tasks: list[TaskInstance], deps: list[Dependency]) -> None:
             raise TraceDirError(f"{where} negative byte count {dep.bytes}; the file is corrupt")
 
 
-def save(trace: TaskTrace, directory: str | Path) -> Path:
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
+def remove_owned(d: Path) -> None:
     for pattern in OWNED:
         for stale in d.glob(pattern):
             if stale.is_symlink() or stale.is_file():
                 stale.unlink()
+
+
+def save(trace: TaskTrace, directory: str | Path) -> Path:
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    remove_owned(d)
     write_table(d / "tasks.csv", TaskInstance, trace.tasks)
     write_table(d / "deps.csv", Dependency, trace.deps)
     write_table(d / "objects.csv", DataObject, trace.objects)

@@ -1,0 +1,169 @@
+"""Running every rank of an MPI program under its own tracer, and ending the run cleanly.
+
+``mpiexec -n N python -m tareador trace --mpi -o DIR -- ./prog`` does the tracing: each rank's
+tracer writes DIR/rank-N/ (tareador.tracing.run). What this module adds is supervision, because
+an MPI run does not end by itself when one rank stops: the others block forever waiting for it.
+So tareador, not the launcher, decides when a run is over:
+
+- when a rank's trace comes out partial (its program crashed), or the run outlasts its timeout,
+  or the user presses Ctrl-C, every tracer still running is sent SIGINT, as a Ctrl-C of
+  ``tareador trace``: it writes the partial trace of its rank and ends its program; after a
+  grace period whatever is left is killed;
+- the launchers must not kill tracers themselves meanwhile (both end a job when a rank exits
+  non-zero, as a tracer with a partial trace does): that is turned off (mpi_launch's supervised
+  options), and a rank's tracer survives MPICH's notice of a failed rank;
+- once every rank wrote its trace, a launcher that does not end by itself (Open MPI waits for
+  ranks that never finalized) is killed;
+- a traced program outliving its tracer is not left behind: this process becomes a child
+  subreaper, so orphans of the run are reparented to it and killed at the end.
+
+The launcher runs in a session of its own, so that a Ctrl-C at the terminal reaches tareador
+alone and not the launcher, which would kill the ranks before they wrote their traces.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from tareador.tracing.mpi_launch import MPI, rank
+
+TRACER = ("-m", "tareador", "trace", "--mpi", "--no-progress")
+GRACE = 30.0  # seconds tracers get to write their partial traces once told to stop
+LINGER = 5.0  # seconds a launcher gets to end by itself once every rank wrote its trace
+POLL = 0.1
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def launch(mpi: MPI, ranks: int, argv: Sequence[str], out: Path, timeout: float | None = None) -> tuple[str | None, int]:
+    """Trace every rank of ``argv`` into ``out``; returns (how tareador ended the run, None if it
+    ended by itself; the launcher's exit status)."""
+    _become_subreaper()
+    command = mpi.command(ranks, [sys.executable, *TRACER, "-o", str(out), "--", *argv], supervised=True)
+    launcher = subprocess.Popen(command, env=mpi.env(supervised=True), start_new_session=True)
+    ranks_written = _RankWatch(out)
+    started = time.monotonic()
+    ending, stop_by, linger_until = None, None, None
+    try:
+        while launcher.poll() is None:
+            try:
+                time.sleep(POLL)
+                written, crashed = ranks_written()
+                now = time.monotonic()
+                if ending is None and timeout is not None and now - started > timeout:
+                    ending = f"timed out after {timeout:g} s"
+                elif ending is None and crashed:
+                    ending = f"was stopped: {crashed}"
+            except KeyboardInterrupt:
+                if ending is not None:
+                    break  # a second Ctrl-C: kill what is left at once
+                ending = "was interrupted (Ctrl-C)"
+                written, _crashed = ranks_written()
+                now = time.monotonic()
+            if ending is not None and stop_by is None:
+                _interrupt_tracers(written)
+                stop_by = now + GRACE
+            if len(written) == ranks and linger_until is None:
+                linger_until = now + LINGER
+            if any(limit is not None and now > limit for limit in (stop_by, linger_until)):
+                break
+    finally:
+        _kill_leftovers(launcher.pid)
+    return ending, launcher.wait()
+
+
+class _RankWatch:
+    """Which ranks wrote their trace (their summary.json), and how the first partial one ended."""
+
+    def __init__(self, out: Path):
+        self.out = out
+        self.partial: dict[int, str | None] = {}  # rank -> its ending if partial, else None
+
+    def __call__(self) -> tuple[set[int], str | None]:
+        for summary in self.out.glob("rank-*/summary.json"):
+            rank = summary.parent.name.removeprefix("rank-")
+            if not rank.isdigit() or int(rank) in self.partial:
+                continue
+            try:
+                s = json.loads(summary.read_text())
+            except (OSError, ValueError):
+                continue  # being replaced: read at the next poll
+            if isinstance(s, dict):
+                self.partial[int(rank)] = s.get("ending", "stopped") if s.get("partial") else None
+        crashed = next((f"rank {r} {e}" for r, e in sorted(self.partial.items()) if e), None)
+        return set(self.partial), crashed
+
+
+def _interrupt_tracers(written: set[int]) -> None:
+    """SIGINT, as a Ctrl-C, to the tracers of the ranks that have not written their trace yet:
+    each writes its partial trace and ends its program."""
+    for pid, _parent in _descendants():
+        rank = _tracer_rank(pid)
+        if rank is not None and rank not in written:
+            _signal(pid, signal.SIGINT)
+
+
+def _kill_leftovers(launcher: int) -> None:
+    """Whatever of the run still lives (a launcher that did not end, a program whose tracer was
+    killed); the orphans reparented here are reaped (the launcher is the caller's to wait for)."""
+    for pid, parent in _descendants():
+        _signal(pid, signal.SIGKILL)
+        if parent == os.getpid() and pid != launcher:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
+def _become_subreaper() -> None:
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _descendants() -> list[tuple[int, int]]:
+    """(pid, parent) of the processes below this one, parents before children."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    found, todo = [], [os.getpid()]
+    while todo:
+        parent = todo.pop(0)
+        found += [(kid, parent) for kid in children.get(parent, [])]
+        todo += children.get(parent, [])
+    return found
+
+
+def _tracer_rank(pid: int) -> int | None:
+    """The rank a process traces, from its launcher's environment; None if it is no tracer."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+        if [a.decode(errors="replace") for a in argv[1:1 + len(TRACER)]] != list(TRACER):
+            return None
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            environ = dict(v.decode(errors="replace").partition("=")[::2] for v in f.read().split(b"\0") if v)
+    except OSError:
+        return None
+    return rank(environ)
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
