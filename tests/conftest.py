@@ -40,3 +40,29 @@ def write_c(tmp_path: Path, name: str, code: str) -> Path:
     path = tmp_path / f"{name}.c"
     path.write_text(code)
     return path
+
+
+MPI_EXAMPLES = ["jacobi", "wavefront", "ring", "cg"]
+
+
+def require(mpi):
+    if not mpi.installed():
+        pytest.skip(f"{mpi.name} is not installed ({mpi.mpicc} or {mpi.mpiexec} not on PATH); `make deps` installs it")
+
+
+@pytest.fixture(scope="session")
+def mpi_examples(tmp_path_factory):
+    """mpi_examples(mpi) -> the directory examples/Makefile built the MPI examples into, for that MPI."""
+    bin_dir = tmp_path_factory.mktemp("mpi-examples")
+    done = {}
+
+    def build(mpi):
+        require(mpi)
+        if mpi.name not in done:
+            subprocess.run(["make", "-s", "-C", str(EXAMPLES), f"MPI={mpi.name}", f"BIN={bin_dir}",
+                            f"TAREADOR_CFLAGS={toolchain.cflags()}", f"TAREADOR_LIBS={toolchain.libs()}",
+                            *MPI_EXAMPLES], check=True)
+            done[mpi.name] = bin_dir / mpi.name
+        return done[mpi.name]
+
+    return build

@@ -11,41 +11,15 @@ import sys
 
 import pytest
 
-from conftest import EXAMPLES
-from tareador.tracing import toolchain
+from conftest import EXAMPLES, MPI_EXAMPLES, require
 from tareador.tracing.mpi_launch import MPICH, MPIS, OPEN_MPI, rank
-
-EXAMPLE_NAMES = ["jacobi", "wavefront", "ring", "cg"]
-
-
-def require(mpi):
-    if not mpi.installed():
-        pytest.skip(f"{mpi.name} is not installed ({mpi.mpicc} or {mpi.mpiexec} not on PATH); `make deps` installs it")
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """built(mpi) -> the directory examples/Makefile built the MPI examples into, for that MPI."""
-    bin_dir = tmp_path_factory.mktemp("mpi-examples")
-    done = {}
-
-    def build(mpi):
-        require(mpi)
-        if mpi.name not in done:
-            subprocess.run(["make", "-s", "-C", str(EXAMPLES), f"MPI={mpi.name}", f"BIN={bin_dir}",
-                            f"TAREADOR_CFLAGS={toolchain.cflags()}", f"TAREADOR_LIBS={toolchain.libs()}",
-                            *EXAMPLE_NAMES], check=True)
-            done[mpi.name] = bin_dir / mpi.name
-        return done[mpi.name]
-
-    return build
 
 
 @pytest.mark.parametrize("ranks", [2, 4])
-@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+@pytest.mark.parametrize("name", MPI_EXAMPLES)
 @pytest.mark.parametrize("mpi", MPIS.values(), ids=MPIS.keys())
-def test_example_checks_ok_on_every_rank(built, mpi, name, ranks):
-    run = subprocess.run(mpi.command(ranks, [str(built(mpi) / name)]), env=mpi.env(), capture_output=True,
+def test_example_checks_ok_on_every_rank(mpi_examples, mpi, name, ranks):
+    run = subprocess.run(mpi.command(ranks, [str(mpi_examples(mpi) / name)]), env=mpi.env(), capture_output=True,
                          text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     said = [re.fullmatch(rf"{name} rank=(\d+)/{ranks} .* check=ok", line) for line in run.stdout.splitlines()]
