@@ -167,8 +167,8 @@ def test_split_communicators_are_told_apart(tmp_path):
     """MPI_Comm_split into even and odd ranks: communicator 2 on every rank, two communicators.
     Each half's Allreduce is one operation, and messages with the same tag on the two halves
     do not cross."""
-    halves = [Communicator(2, 2, "0;2"), Communicator(2, 2, "1;3"), Communicator(2, 2, "0;2"), Communicator(2, 2, "1;3")]
-    comms = [[Communicator(0, 4, "0;1;2;3"), Communicator(1, 1, str(r)), halves[r]] for r in range(4)]
+    comms = [[Communicator(0, 4, "0;1;2;3"), Communicator(1, 1, str(r)), Communicator(2, 2, ("0;2", "1;3")[r % 2])]
+             for r in range(4)]
     ranks = [[call("MPI_Comm_split", at=0, comm=0), call("MPI_Allreduce", size=8, at=10, comm=2),
               call("MPI_Send" if r < 2 else "MPI_Recv", (r + 2) % 4, 0, 8, 20, comm=2)] for r in range(4)]
     run = make_run(tmp_path, ranks, comms=comms)

@@ -9,11 +9,11 @@ from pathlib import Path
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "postprocess", help="match the messages of an MPI run's ranks and write the run's files",
-        description="Read the rank-N/ directories that 'tareador trace --mpi' wrote under a launcher, match "
-                    "sends with receives and collectives across ranks, and write mpi.csv, messages.csv, "
-                    "summary.json and authentic.dim at the top of DIR ('tareador mpirun' does this itself).",
-        epilog="example:\n  srun -n 64 tareador trace --mpi -o run.tareador -- ./app\n"
-               "  tareador postprocess run.tareador",
+        description="Read the rank-N/ directories that 'tareador trace --mpi' wrote under a launcher (e.g. "
+                    "srun -n 64 tareador trace --mpi -o run.tareador -- ./app), match sends with receives and "
+                    "collectives across ranks, and write mpi.csv, messages.csv, summary.json and authentic.dim at "
+                    "the top of DIR ('tareador mpirun' does this itself).",
+        epilog="example:\n  tareador postprocess run.tareador",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_dir", metavar="DIR", help="the directory given to 'tareador trace --mpi -o'")
     p.set_defaults(func=run)

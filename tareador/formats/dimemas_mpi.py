@@ -23,8 +23,8 @@ from tareador.formats.dimemas import RECV, SEND, SYNC_IMMEDIATE, SYNC_RENDEZVOUS
 from tareador.formats.paraver import TASK_EVENT, task_type_values
 from tareador.taskgraph.matching import Matching
 from tareador.taskgraph.model import TaskInstance, TaskTrace
-from tareador.taskgraph.mpi import COMPLETION, IMMEDIATE_RECEIVES, RECEIVE, SENDRECVS, MpiCall, sides
-from tareador.taskgraph.mpi import SEND as SEND_SIDE
+from tareador.taskgraph import mpi
+from tareador.taskgraph.mpi import MpiCall
 
 IRECV, WAIT = 1, 2  # receive types
 
@@ -45,25 +45,29 @@ def _point_to_point(calls_by_rank: Sequence[Sequence[MpiCall]], matching: Matchi
     records = {}
     for rank, calls in enumerate(calls_by_rank):
         started = {}  # request number -> the non-blocking call that started it
-        for c, side in zip(calls, sides(calls)):
+        for c, side in zip(calls, mpi.sides(calls)):
             m = matching.by_call.get((rank, c.seq))
             comm = matching.comm_of.get((rank, c.comm))
             if c.nonblocking:
                 started[c.requests[0]] = c
-            if side == SEND_SIDE and m:
+            if side == mpi.SEND and m:
                 sync = (SYNC_RENDEZVOUS if c.rendezvous else 0) | (
-                    SYNC_IMMEDIATE if c.nonblocking or c.operation in SENDRECVS else 0)
-                records[rank, c.seq] = f"{SEND}:{rank}:0:{m.dst}:{max(m.bytes, 0)}:{m.tag}:{comm}:{sync}\n"
-            elif side == RECEIVE and m:
+                    SYNC_IMMEDIATE if c.nonblocking or c.operation in mpi.SENDRECVS else 0)
+                records[rank, c.seq] = _send(rank, m.dst, m.bytes, m.tag, comm, sync)
+            elif side == mpi.RECEIVE and m:
                 records[rank, c.seq] = _receive(rank, m.src, m.bytes, m.tag, comm, IRECV if c.nonblocking else 0)
-            elif side == COMPLETION:
+            elif side == mpi.COMPLETION:
                 waits = [(r, matching.by_call.get((rank, r.seq))) for r in map(started.get, c.requests)
-                         if r.operation in IMMEDIATE_RECEIVES]
+                         if r.operation in mpi.IMMEDIATE_RECEIVES]
                 text = "".join(_receive(rank, m.src, m.bytes, m.tag, matching.comm_of[rank, r.comm], WAIT)
                                for r, m in waits if m)
                 if text:
                     records[rank, c.seq] = text
     return records
+
+
+def _send(rank: int, dst: int, size: int, tag: int, comm: int, sync: int) -> str:
+    return f"{SEND}:{rank}:0:{dst}:{max(size, 0)}:{tag}:{comm}:{sync}\n"
 
 
 def _receive(rank: int, src: int, size: int, tag: int, comm: int, kind: int) -> str:
@@ -77,17 +81,14 @@ def _collectives(matching: Matching) -> dict[tuple[int, int], str]:
     for op in matching.collectives:
         root = op.members.index(op.root) if op.root >= 0 else 0
         plan = collectives.steps(op.operation, root, [max(c.bytes, 0) for c in op.calls])
-        for me, (rank, call, steps) in enumerate(zip(op.members, op.calls, plan)):
-            text = []
-            for kind, peer, size in steps:
-                partner = op.members[peer]
-                if kind == collectives.RECV:
-                    text.append(_receive(rank, partner, size, op.index, op.comm + offset, 0))
-                else:
-                    sync = SYNC_IMMEDIATE if kind == collectives.ISEND else 0
-                    text.append(f"{SEND}:{rank}:0:{partner}:{size}:{op.index}:{op.comm + offset}:{sync}\n")
+        for rank, call, steps in zip(op.members, op.calls, plan):
+            text = "".join(_receive(rank, op.members[peer], size, op.index, op.comm + offset, 0)
+                           if kind == collectives.RECV else
+                           _send(rank, op.members[peer], size, op.index, op.comm + offset,
+                                 SYNC_IMMEDIATE if kind == collectives.ISEND else 0)
+                           for kind, peer, size in steps)
             if text:
-                records[rank, call.seq] = "".join(text)
+                records[rank, call.seq] = text
     return records
 
 

@@ -108,7 +108,8 @@ def _collectives(calls: dict[int, dict[int, list[MpiCall]]], communicators: list
             broken = broken or len(kinds) > 1 or next(iter(kinds))[1] not in members + (-1,)
             if broken:
                 problems.append({"comm": comm, "index": k, "members": list(members),
-                                 "calls": [c.call if c else None for c in at], "seqs": [c.seq if c else None for c in at]})
+                                 "calls": [c.call if c else None for c in at],
+                                 "seqs": [c.seq if c else None for c in at]})
                 continue
             operation, root = kinds.pop()
             complete.append(Collective(comm, k, operation, root, members, tuple(at)))

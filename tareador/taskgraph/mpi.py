@@ -28,7 +28,6 @@ from tareador.taskgraph.model import TaskTrace
 from tareador.taskgraph.store import TraceDirError, load_trace, read_summary, read_table, remove_owned, write_table
 
 RANK_DIR = re.compile(r"rank-(\d+)")
-WORLD, SELF = 0, 1
 
 # What each call is to the run, by name without the MPI-4 large-count suffix (_c).
 BLOCKING_SENDS = {"MPI_Send", "MPI_Bsend", "MPI_Rsend", "MPI_Ssend"}
@@ -48,6 +47,7 @@ BOOKKEEPING = {"MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Comm_rank", "
                "MPI_Improbe", "MPI_Probe", "MPI_Iprobe", "MPI_Request_free"}
 
 SEND, RECEIVE, COMPLETION, COLLECTIVE, OTHER = "send", "receive", "completion", "collective", "other"
+MISSING = "wrote no trace"  # the ending of a rank without a directory
 
 
 @dataclass(frozen=True)
@@ -272,7 +272,8 @@ def _check_calls(path: Path, calls: list[MpiCall], rank: int, size: int, trace: 
                                 "belongs; the file is corrupt")
         if c.peer >= size or c.comm not in comms | {-1} or c.bytes < -1:
             raise TraceDirError(f"{where} {c.call}: peer {c.peer}, communicator {c.comm} or {c.bytes} bytes do not "
-                                f"exist in a run of {size} ranks with communicators {sorted(comms)}; the file is corrupt")
+                                f"exist in a run of {size} ranks with communicators {sorted(comms)}; the file is "
+                                "corrupt")
         if side in (SEND, RECEIVE) and c.comm == -1:
             raise TraceDirError(f"{where} {c.call} names no communicator; the file is corrupt")
         if c.task != -1 and c.task not in fragments:
@@ -286,7 +287,8 @@ def _check_calls(path: Path, calls: list[MpiCall], rank: int, size: int, trace: 
         try:
             numbers = c.requests
         except ValueError:
-            raise TraceDirError(f"{where} request {c.request!r} is not ';'-joined numbers; the file is corrupt") from None
+            raise TraceDirError(f"{where} request {c.request!r} is not ';'-joined numbers; the file is "
+                                "corrupt") from None
         if c.nonblocking:
             if len(numbers) != 1 or numbers[0] in requests:
                 raise TraceDirError(f"{where} {c.call} must start one new request, not {c.request!r}")
@@ -299,18 +301,11 @@ def _check_calls(path: Path, calls: list[MpiCall], rank: int, size: int, trace: 
                 raise TraceDirError(f"{where} {c.call} completes request {r}, which "
                                     + ("was completed before" if r in done else "no earlier call started"))
             done.add(r)
-    _check_sendrecv_pairs(path, calls)
-
-
-def _check_sendrecv_pairs(path: Path, calls: list[MpiCall]) -> None:
-    roles = sides(calls)
-    for i, (c, role) in enumerate(zip(calls, roles)):
-        if c.operation not in SENDRECVS or role != SEND:
-            continue
-        partner = calls[i + 1] if i + 1 < len(calls) else None
-        if partner is None or partner.operation != c.operation or (partner.task, partner.posted) != (c.task, c.posted):
-            raise TraceDirError(f"{path}:{i + 2}: {c.call} is its send part, and its receive part must follow it "
-                                "(same task and counter); the file is corrupt")
+        if c.operation in SENDRECVS and side == SEND:
+            after = calls[line - 1] if line - 1 < len(calls) else None
+            if after is None or (after.operation, after.task, after.posted) != (c.operation, c.task, c.posted):
+                raise TraceDirError(f"{where} {c.call} is its send part, and its receive part must follow it "
+                                    "(same task and counter); the file is corrupt")
 
 
 # ----------------------------------------------------------------------------------- the run
@@ -325,18 +320,16 @@ def read_ranks(directory: Path) -> list[RankTables]:
     if not dirs:
         raise TraceDirError(f"{directory} has no rank-N/ directories: trace a run with "
                             f"'tareador mpirun -np N -o {directory} -- ./prog'")
-    sizes = {r: read_summary(d / "summary.json", "trace the run again").get("size") or len(dirs) for r, d in dirs.items()}
+    sizes = {r: read_summary(d / "summary.json", "trace the run again").get("size") or len(dirs)
+             for r, d in dirs.items()}
     size = max(sizes.values())
     stale = [r for r, s in sizes.items() if s != size or r >= size]
     if stale:
-        raise TraceDirError(f"{dirs[stale[0]]} is from a run of {sizes[stale[0]]} ranks, the others from one of {size}: "
-                            f"remove it or trace the run again into an empty directory")
+        raise TraceDirError(f"{dirs[stale[0]]} is from a run of {sizes[stale[0]]} ranks, the others from one of "
+                            f"{size}: remove it or trace the run again into an empty directory")
     return [read_rank(dirs[r], r, size) if r in dirs else
             RankTables(TaskTrace([], [], [], {"rank": r, "size": size, "partial": True, "ending": MISSING}), [], [])
             for r in range(size)]
-
-
-MISSING = "wrote no trace"
 
 
 def build_run(directory: str | Path, ending: str | None = None) -> MpiRun:
@@ -368,7 +361,8 @@ def _summary(run: MpiRun, ending: str | None) -> dict:
         blocked = blocked_in(calls, trace, waiting[r]) if s.get("partial") else None
         per_rank.append({"rank": r, "t1": trace.t1, "tinf": trace.tinf, "parallelism": round(trace.parallelism, 4),
                          "instances": trace.instances, "mpi_calls": len(calls), "ending": s.get("ending"),
-                         "exit_status": s.get("exit_status"), "partial": bool(s.get("partial")), "blocked_in": described(blocked) if blocked else None})
+                         "exit_status": s.get("exit_status"), "partial": bool(s.get("partial")),
+                         "blocked_in": described(blocked) if blocked else None})
         for w in s.get("warnings", []):
             said[w].append(r)
     warnings = [f"{_ranks_text(ranks)}: {w}" for w, ranks in said.items()]

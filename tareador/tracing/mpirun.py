@@ -42,7 +42,8 @@ POLL = 0.1
 PR_SET_CHILD_SUBREAPER = 36
 
 
-def launch(mpi: MPI, ranks: int, argv: Sequence[str], out: Path, timeout: float | None = None) -> tuple[str | None, int]:
+def launch(mpi: MPI, ranks: int, argv: Sequence[str], out: Path,
+           timeout: float | None = None) -> tuple[str | None, int]:
     """Trace every rank of ``argv`` into ``out``; returns (how tareador ended the run, None if it
     ended by itself; the launcher's exit status)."""
     _become_subreaper()
