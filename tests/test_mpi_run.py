@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import defaultdict
 
 import pytest
 
 import tareador
 from tareador.cli.postprocess import postprocess
+from tareador.formats import collectives
 from tareador.formats.dimemas import read_dim
 from tareador.replay.engine import replay
 from tareador.replay.machine import MB, Machine
@@ -304,3 +306,33 @@ def test_postprocess_command(tmp_path):
     r = subprocess.run([sys.executable, "-m", "tareador", "postprocess", str(tmp_path / "none")], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.startswith("tareador: ") and len(r.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("operation", sorted(collectives.ALGORITHMS))
+def test_every_collective_algorithm_pairs_its_messages_and_finishes(operation):
+    """On 1 to 9 members, with any root, each member's steps are sends that go at once and
+    receives that wait for their message: all of them finish, and every message is received by
+    the member it was sent to, with the size it was sent with."""
+    for p in range(1, 10):
+        for root in range(p):
+            steps = collectives.steps(operation, root, [60 * (i + 1) for i in range(p)])
+            pc, sent, received = [0] * p, defaultdict(list), defaultdict(list)
+            progress = True
+            while progress:
+                progress = False
+                for me in range(p):
+                    while pc[me] < len(steps[me]):
+                        kind, peer, size = steps[me][pc[me]]
+                        if kind == collectives.RECV:
+                            if len(received[peer, me]) == len(sent[peer, me]):
+                                break
+                            received[peer, me].append(size)
+                        else:
+                            sent[me, peer].append(size)
+                        pc[me] += 1
+                        progress = True
+            assert pc == [len(s) for s in steps], (operation, p, root)
+            assert sent == received, (operation, p, root)
+    assert collectives.steps("MPI_Scatter", 1, [0, 60, 0]) == [[(collectives.RECV, 1, 20)],
+                                                                [(collectives.SEND, 0, 20), (collectives.SEND, 2, 20)],
+                                                                [(collectives.RECV, 1, 20)]]

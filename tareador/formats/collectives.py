@@ -7,9 +7,10 @@ Allreduce, Scan, Reduce_scatter and Barrier, linear Gather/Scatter, a ring for A
 exchange for Alltoall. Every member's steps are listed in the order it takes them; an exchange
 with a partner is an immediate send followed by a blocking receive, as MPI_Sendrecv.
 
-Message sizes come from each member's ``bytes`` in mpi.csv (count x type size of what it
-contributes): the root's for Bcast, Reduce and Scatter, each sender's own otherwise. The
-v-variants record only their total, so their messages are the total split evenly.
+Message sizes come from each member's ``bytes`` in mpi.csv (what it sends, as count x type
+size of its send buffer): the root's for Bcast and Reduce, each sender's own otherwise. What
+goes to every member (Scatter, Alltoall) is recorded as the total, as are the v-variants' varying
+blocks: their messages are the total split evenly.
 """
 
 from __future__ import annotations
@@ -98,10 +99,6 @@ def _pairwise_alltoall(p: int, sizes: list[int]) -> list[list[Step]]:
             for i in range(p)]
 
 
-def _even(sizes: list[int]) -> list[int]:
-    return [n // len(sizes) for n in sizes]
-
-
 # operation -> (algorithm's name, steps(members, root index, bytes of each member))
 ALGORITHMS: dict[str, tuple[str, Callable[[int, int, list[int]], list[list[Step]]]]] = {
     "MPI_Bcast": ("binomial tree", lambda p, r, b: _binomial_bcast(p, r, b[r])),
@@ -114,12 +111,12 @@ ALGORITHMS: dict[str, tuple[str, Callable[[int, int, list[int]], list[list[Step]
     "MPI_Barrier": ("recursive doubling of empty messages", lambda p, r, b: _recursive_doubling(p, [0] * p)),
     "MPI_Gather": ("linear", _linear_gather),
     "MPI_Gatherv": ("linear", _linear_gather),
-    "MPI_Scatter": ("linear", lambda p, r, b: _linear_scatter(p, r, b[r])),
+    "MPI_Scatter": ("linear", lambda p, r, b: _linear_scatter(p, r, b[r] // p)),
     "MPI_Scatterv": ("linear", lambda p, r, b: _linear_scatter(p, r, b[r] // p)),
     "MPI_Allgather": ("ring", lambda p, r, b: _ring_allgather(p, b)),
     "MPI_Allgatherv": ("ring", lambda p, r, b: _ring_allgather(p, b)),
-    "MPI_Alltoall": ("pairwise exchange", lambda p, r, b: _pairwise_alltoall(p, b)),
-    "MPI_Alltoallv": ("pairwise exchange", lambda p, r, b: _pairwise_alltoall(p, _even(b))),
+    "MPI_Alltoall": ("pairwise exchange", lambda p, r, b: _pairwise_alltoall(p, [n // p for n in b])),
+    "MPI_Alltoallv": ("pairwise exchange", lambda p, r, b: _pairwise_alltoall(p, [n // p for n in b])),
 }
 
 

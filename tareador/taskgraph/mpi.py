@@ -60,7 +60,7 @@ class MpiCall:
     peer: int  # partner as a world rank; -1: none (collectives: the root of rooted ones)
     tag: int  # -1: none
     comm: int  # the rank's own communicator number (comms.csv), -1: none
-    bytes: int  # count x type size (collectives: what this rank contributes), -1: unknown
+    bytes: int  # count x type size (collectives: all this rank sends), -1: unknown
     object: str  # the buffer's object (objects.csv), '' if none
     posted: int  # the rank's instruction counter at the call
     completed: int  # ... when the operation completed (a non-blocking one: at its Wait/Test); -1: never
