@@ -5,10 +5,10 @@ tracer writes DIR/rank-N/ (tareador.tracing.run). What this module adds is super
 an MPI run does not end by itself when one rank stops: the others block forever waiting for it.
 So tareador, not the launcher, decides when a run is over:
 
-- when a rank's trace comes out partial (its program crashed), or the run outlasts its timeout,
-  or the user presses Ctrl-C, every tracer still running is sent SIGINT, as a Ctrl-C of
-  ``tareador trace``: it writes the partial trace of its rank and ends its program; after a
-  grace period whatever is left is killed;
+- when a rank's trace comes out partial (its program crashed) or its tracer ends without a
+  trace, or the run outlasts its timeout, or the user presses Ctrl-C, every tracer still
+  running is sent SIGINT, as a Ctrl-C of ``tareador trace``: it writes the partial trace of its
+  rank and ends its program; after a grace period whatever is left is killed;
 - the launchers must not kill tracers themselves meanwhile (both end a job when a rank exits
   non-zero, as a tracer with a partial trace does): that is turned off (mpi_launch's supervised
   options), and a rank's tracer survives MPICH's notice of a failed rank;
@@ -38,7 +38,7 @@ from tareador.tracing.mpi_launch import MPI, rank
 TRACER = ("-m", "tareador", "trace", "--mpi", "--no-progress")
 GRACE = 30.0  # seconds tracers get to write their partial traces once told to stop
 LINGER = 5.0  # seconds a launcher gets to end by itself once every rank wrote its trace
-POLL = 0.1
+POLL = 0.25
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -49,31 +49,33 @@ def launch(mpi: MPI, ranks: int, argv: Sequence[str], out: Path,
     _become_subreaper()
     command = mpi.command(ranks, [sys.executable, *TRACER, "-o", str(out), "--", *argv], supervised=True)
     launcher = subprocess.Popen(command, env=mpi.env(supervised=True), start_new_session=True)
-    ranks_written = _RankWatch(out)
+    watch = _RankWatch(out)
     started = time.monotonic()
     ending, stop_by, linger_until = None, None, None
     try:
         while launcher.poll() is None:
             try:
                 time.sleep(POLL)
-                written, crashed = ranks_written()
+                watch.poll()
                 now = time.monotonic()
                 if ending is None and timeout is not None and now - started > timeout:
                     ending = f"timed out after {timeout:g} s"
-                elif ending is None and crashed:
-                    ending = f"was stopped: {crashed}"
+                elif ending is None and watch.stopped:
+                    ending = f"was stopped: {watch.stopped}"
             except KeyboardInterrupt:
                 if ending is not None:
                     break  # a second Ctrl-C: kill what is left at once
                 ending = "was interrupted (Ctrl-C)"
-                written, _crashed = ranks_written()
                 now = time.monotonic()
             if ending is not None and stop_by is None:
-                _interrupt_tracers(written)
+                _interrupt_tracers(watch.written)
                 stop_by = now + GRACE
-            if len(written) == ranks and linger_until is None:
+            if len(watch.written) == ranks and linger_until is None:
                 linger_until = now + LINGER
-            if any(limit is not None and now > limit for limit in (stop_by, linger_until)):
+            # Stopped, nothing is left to wait for once no tracer runs (a program whose tracer was
+            # killed may still hold the launcher).
+            if ending is not None and not watch.running or any(
+                    limit is not None and now > limit for limit in (stop_by, linger_until)):
                 break
     finally:
         _kill_leftovers(launcher.pid)
@@ -81,13 +83,24 @@ def launch(mpi: MPI, ranks: int, argv: Sequence[str], out: Path,
 
 
 class _RankWatch:
-    """Which ranks wrote their trace (their summary.json), and how the first partial one ended."""
+    """Which ranks' tracers run, which ranks wrote their trace (their summary.json), and how the
+    first rank that stopped early did: its trace is partial, or its tracer ended without writing
+    one (killed, failed)."""
 
     def __init__(self, out: Path):
         self.out = out
         self.partial: dict[int, str | None] = {}  # rank -> its ending if partial, else None
+        self.seen: set[int] = set()  # ranks whose tracer ran
+        self.running: set[int] = set()
+        self.stopped: str | None = None
 
-    def __call__(self) -> tuple[set[int], str | None]:
+    @property
+    def written(self) -> set[int]:
+        return set(self.partial)
+
+    def poll(self) -> None:
+        self.running = set(_tracers())  # before the summaries: a tracer writes its trace, then ends
+        self.seen |= self.running
         for summary in self.out.glob("rank-*/summary.json"):
             rank = summary.parent.name.removeprefix("rank-")
             if not rank.isdigit() or int(rank) in self.partial:
@@ -98,16 +111,27 @@ class _RankWatch:
                 continue  # being replaced: read at the next poll
             if isinstance(s, dict):
                 self.partial[int(rank)] = s.get("ending", "stopped") if s.get("partial") else None
-        crashed = next((f"rank {r} {e}" for r, e in sorted(self.partial.items()) if e), None)
-        return set(self.partial), crashed
+        stopped = [f"rank {r} {e}" for r, e in sorted(self.partial.items()) if e]
+        stopped += [f"rank {r}'s tracer ended without writing its trace" for r in sorted(self.seen - self.running)
+                    if r not in self.partial]
+        self.stopped = stopped[0] if stopped else None
+
+
+def _tracers() -> dict[int, int]:
+    """rank -> pid of each rank's tracer still running."""
+    found = {}
+    for pid, _parent in _descendants():
+        rank = _tracer_rank(pid)
+        if rank is not None:
+            found[rank] = pid
+    return found
 
 
 def _interrupt_tracers(written: set[int]) -> None:
     """SIGINT, as a Ctrl-C, to the tracers of the ranks that have not written their trace yet:
     each writes its partial trace and ends its program."""
-    for pid, _parent in _descendants():
-        rank = _tracer_rank(pid)
-        if rank is not None and rank not in written:
+    for rank, pid in _tracers().items():
+        if rank not in written:
             _signal(pid, signal.SIGINT)
 
 
