@@ -17,8 +17,8 @@ from tareador.formats import collectives
 from tareador.formats.dimemas import read_dim
 from tareador.replay.engine import replay
 from tareador.replay.machine import MB, Machine
-from tareador.taskgraph.model import TaskInstance, TaskTrace
-from tareador.taskgraph.mpi import Communicator, Message, MpiCall, MpiRun
+from tareador.taskgraph.model import Communicator, MpiCall, TaskInstance, TaskTrace
+from tareador.taskgraph.mpi import Message, MpiRun
 from tareador.taskgraph.store import TraceDirError, save, write_table
 
 IPS = 1e9  # instructions per second of authentic.dim: one instruction is one nanosecond

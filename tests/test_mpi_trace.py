@@ -16,13 +16,12 @@ from pathlib import Path
 import pytest
 
 import tareador
-from conftest import write_c
+from conftest import require, write_c
 from tareador import load
 from tareador.cli.main import main
 from tareador.tracing import toolchain
 from tareador.tracing.mpi_launch import MPIS
 from tareador.tracing.run import trace
-from test_mpi_examples import built, require  # noqa: F401  (built is a fixture)
 
 MPI_PARAMS = pytest.mark.parametrize("mpi", MPIS.values(), ids=MPIS.keys())
 # Fields of mpi.csv that are not instruction counts: those are checked against tasks.csv.
@@ -85,10 +84,10 @@ START = [("MPI_Init", -1, -1, -1, 0, "", "", -1), ("MPI_Comm_rank", -1, -1, 0, 0
 
 
 @MPI_PARAMS
-def test_ring_sendrecv_rows_and_the_received_vector(tmp_path, built, mpi):
+def test_ring_sendrecv_rows_and_the_received_vector(tmp_path, mpi_examples, mpi):
     """ring, 2 ranks, N = 16 longs: one MPI_Sendrecv per rank (two rows: its send, then its
     receive) between the two accumulate tasks; the second task reads the vector it received."""
-    out = run_ranks(mpi, [built(mpi) / "ring", 16], tmp_path / "ring")
+    out = run_ranks(mpi, [mpi_examples(mpi) / "ring", 16], tmp_path / "ring")
     held, other = "heap:ring.c:44#0", "heap:ring.c:44#1"
     for rank in (0, 1):
         d = out / f"rank-{rank}"
@@ -109,13 +108,13 @@ def test_ring_sendrecv_rows_and_the_received_vector(tmp_path, built, mpi):
 
 
 @MPI_PARAMS
-def test_wavefront_send_reads_what_a_task_wrote_and_a_task_reads_what_recv_wrote(tmp_path, built, mpi):
+def test_wavefront_send_reads_what_a_task_wrote_and_a_task_reads_what_recv_wrote(tmp_path, mpi_examples, mpi):
     """wavefront, 2 ranks, R = 3 rows, C = 16 columns, BS = 4: NB = 4 blocks of 4 doubles.
     Rank 0 sends the last row of block k (32 bytes) with tag k from main's fragment k+1, which
     depends on sweep_block(k); rank 1 receives it in main's fragment k, on which sweep_block(k)
     depends for those 32 bytes; each sweep_block(k) depends on the one before for the column
     to its left (R cells, 24 bytes)."""
-    out = run_ranks(mpi, [built(mpi) / "wavefront", 3, 16, 4], tmp_path / "wavefront")
+    out = run_ranks(mpi, [mpi_examples(mpi) / "wavefront", 3, 16, 4], tmp_path / "wavefront")
     grid = "heap:wavefront.c:65#0"
     finalize = [("MPI_Finalize", -1, -1, -1, 0, "", "", -1)]
     # main's fragments are 0, 2, 4, 6, 8; sweep_block(k) is 2k+1.
@@ -289,10 +288,10 @@ def test_calls_peers_tags_communicators_bytes_objects_and_requests(tmp_path, mpi
 
 
 @MPI_PARAMS
-def test_same_program_same_counts_on_every_run(tmp_path, built, mpi):
+def test_same_program_same_counts_on_every_run(tmp_path, mpi_examples, mpi):
     """Busy-wait loops inside MPI calls made main's fragments vary by up to millions of
     instructions from run to run: nothing inside MPI is counted, so every run is the same."""
-    runs = [run_ranks(mpi, [built(mpi) / "jacobi", 16, 4, 2], tmp_path / f"run{i}") for i in range(2)]
+    runs = [run_ranks(mpi, [mpi_examples(mpi) / "jacobi", 16, 4, 2], tmp_path / f"run{i}") for i in range(2)]
     for rank in (0, 1):
         for name in ("tasks.csv", "mpi.csv"):
             first, second = ((run / f"rank-{rank}" / name).read_text() for run in runs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 from tareador.tracing.toolchain import ToolchainError
@@ -35,6 +36,11 @@ def run(args) -> int:
     if not argv:
         raise UserError("no program given: tareador trace -o DIR -- ./prog [args]")
     out = args.output or f"{argv[0].rstrip('/').split('/')[-1]}.tareador"
+    if args.mpi:
+        # MPICH's notice that another rank failed (once told not to kill the job, as `tareador
+        # mpirun` does) must not end the tracer of this rank. Caught rather than ignored: an
+        # ignored signal would stay ignored in the program the tracer starts.
+        signal.signal(signal.SIGUSR1, lambda signum, frame: None)
     try:
         result = trace(argv, out, progress=not args.no_progress, mpi=args.mpi)
     except (TracingError, ToolchainError) as e:

@@ -21,10 +21,9 @@ from pathlib import Path
 from tareador.formats import collectives
 from tareador.formats.dimemas import RECV, SEND, SYNC_IMMEDIATE, SYNC_RENDEZVOUS, write_dim, write_task_labels
 from tareador.formats.paraver import TASK_EVENT, task_type_values
-from tareador.taskgraph.matching import Matching
-from tareador.taskgraph.model import TaskInstance, TaskTrace
 from tareador.taskgraph import mpi
-from tareador.taskgraph.mpi import MpiCall
+from tareador.taskgraph.matching import Matching
+from tareador.taskgraph.model import IMMEDIATE_RECEIVES, MpiCall, TaskInstance, TaskTrace
 
 IRECV, WAIT = 1, 2  # receive types
 
@@ -58,7 +57,7 @@ def _point_to_point(calls_by_rank: Sequence[Sequence[MpiCall]], matching: Matchi
                 records[rank, c.seq] = _receive(rank, m.src, m.bytes, m.tag, comm, IRECV if c.nonblocking else 0)
             elif side == mpi.COMPLETION:
                 waits = [(r, matching.by_call.get((rank, r.seq))) for r in map(started.get, c.requests)
-                         if r.operation in mpi.IMMEDIATE_RECEIVES]
+                         if r.operation in IMMEDIATE_RECEIVES]
                 text = "".join(_receive(rank, m.src, m.bytes, m.tag, matching.comm_of[rank, r.comm], WAIT)
                                for r, m in waits if m)
                 if text:

@@ -23,7 +23,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tareador.taskgraph.mpi import COLLECTIVE, RECEIVE, ROOTED, SEND, Communicator, Message, MpiCall, sides
+from tareador.taskgraph.model import Communicator, MpiCall
+from tareador.taskgraph.mpi import COLLECTIVE, RECEIVE, ROOTED, SEND, Message, sides
 
 
 @dataclass(frozen=True)

@@ -86,12 +86,40 @@ class MpiCall:
     request: str  # the request number a non-blocking call started; those a Wait/Test completed, ';'-joined
     task: int  # the fragment (TaskInstance.id) that made the call, -1 outside the analysed region
 
+    @property
+    def operation(self) -> str:
+        """The call's name without the large-count suffix: MPI_Send_c does what MPI_Send does."""
+        return self.call.removesuffix("_c")
+
+    @property
+    def requests(self) -> tuple[int, ...]:
+        return tuple(int(r) for r in self.request.split(";")) if self.request else ()
+
+    @property
+    def nonblocking(self) -> bool:
+        """A call that starts an operation a Wait or Test completes."""
+        return self.operation in NONBLOCKING
+
+    @property
+    def rendezvous(self) -> bool:
+        """A send that completes only once its receive has started."""
+        return self.operation in ("MPI_Ssend", "MPI_Issend")
+
+
+IMMEDIATE_SENDS = {"MPI_Isend", "MPI_Ibsend", "MPI_Irsend", "MPI_Issend"}
+IMMEDIATE_RECEIVES = {"MPI_Irecv", "MPI_Imrecv"}
+NONBLOCKING = IMMEDIATE_SENDS | IMMEDIATE_RECEIVES
+
 
 @dataclass(frozen=True)
 class Communicator:
     comm: int  # 0 MPI_COMM_WORLD, 1 MPI_COMM_SELF, then 2.. in the order the rank created or first used them
     size: int
     ranks: str  # the world ranks of its members in communicator rank order, ';'-joined
+
+    @property
+    def members(self) -> tuple[int, ...]:
+        return tuple(int(r) for r in self.ranks.split(";")) if self.ranks else ()
 
 
 @dataclass

@@ -24,17 +24,14 @@ from functools import cached_property
 from pathlib import Path
 
 from tareador.files import write_text
-from tareador.taskgraph.model import TaskTrace
+from tareador.taskgraph.model import IMMEDIATE_RECEIVES, IMMEDIATE_SENDS, Communicator, MpiCall, TaskTrace
 from tareador.taskgraph.store import TraceDirError, load_trace, read_summary, read_table, remove_owned, write_table
 
 RANK_DIR = re.compile(r"rank-(\d+)")
 
 # What each call is to the run, by name without the MPI-4 large-count suffix (_c).
 BLOCKING_SENDS = {"MPI_Send", "MPI_Bsend", "MPI_Rsend", "MPI_Ssend"}
-IMMEDIATE_SENDS = {"MPI_Isend", "MPI_Ibsend", "MPI_Irsend", "MPI_Issend"}
-RENDEZVOUS_SENDS = {"MPI_Ssend", "MPI_Issend"}  # complete only once the receive has started
 BLOCKING_RECEIVES = {"MPI_Recv", "MPI_Mrecv"}
-IMMEDIATE_RECEIVES = {"MPI_Irecv", "MPI_Imrecv"}
 SENDRECVS = {"MPI_Sendrecv", "MPI_Sendrecv_replace"}
 COMPLETIONS = {"MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome",
                "MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome"}
@@ -51,41 +48,6 @@ MISSING = "wrote no trace"  # the ending of a rank without a directory
 
 
 @dataclass(frozen=True)
-class MpiCall:
-    """One row of mpi.csv: one MPI call of one rank (README.md, MPI runs, has every column)."""
-
-    rank: int
-    seq: int  # order of the row in its rank, from 0
-    call: str  # the function as the program called it
-    peer: int  # partner as a world rank; -1: none (collectives: the root of rooted ones)
-    tag: int  # -1: none
-    comm: int  # the rank's own communicator number (comms.csv), -1: none
-    bytes: int  # count x type size (collectives: all this rank sends), -1: unknown
-    object: str  # the buffer's object (objects.csv), '' if none
-    posted: int  # the rank's instruction counter at the call
-    completed: int  # ... when the operation completed (a non-blocking one: at its Wait/Test); -1: never
-    request: str  # non-blocking calls: the tracer's request number; Wait/Test: those it completed, ';'-joined
-    task: int  # the fragment (tasks.csv id) that made the call, -1: none
-
-    @property
-    def operation(self) -> str:
-        """The call's name without the large-count suffix: MPI_Send_c does what MPI_Send does."""
-        return self.call.removesuffix("_c")
-
-    @property
-    def requests(self) -> tuple[int, ...]:
-        return tuple(int(r) for r in self.request.split(";")) if self.request else ()
-
-    @property
-    def nonblocking(self) -> bool:
-        return self.operation in IMMEDIATE_SENDS or self.operation in IMMEDIATE_RECEIVES
-
-    @property
-    def rendezvous(self) -> bool:
-        return self.operation in RENDEZVOUS_SENDS
-
-
-@dataclass(frozen=True)
 class Message:
     """One row of messages.csv: a point-to-point message matched to its receive."""
 
@@ -97,19 +59,6 @@ class Message:
     bytes: int  # as sent
     send_seq: int  # mpi.csv seq of the send on rank src
     recv_seq: int  # ... of the receive on rank dst
-
-
-@dataclass(frozen=True)
-class Communicator:
-    """One row of a rank's comms.csv."""
-
-    comm: int
-    size: int
-    ranks: str  # the world ranks of the communicator in its own rank order, ';'-joined
-
-    @property
-    def members(self) -> tuple[int, ...]:
-        return tuple(int(r) for r in self.ranks.split(";")) if self.ranks else ()
 
 
 @dataclass

@@ -53,28 +53,31 @@ def launch(mpi: MPI, ranks: int, argv: Sequence[str], out: Path,
     started = time.monotonic()
     ending, stop_by, linger_until = None, None, None
     try:
-        while launcher.poll() is None:
+        while True:
             try:
                 time.sleep(POLL)
                 watch.poll()
+                status = launcher.poll()
                 now = time.monotonic()
                 if ending is None and timeout is not None and now - started > timeout:
                     ending = f"timed out after {timeout:g} s"
                 elif ending is None and watch.stopped:
                     ending = f"was stopped: {watch.stopped}"
+                elif ending is None and status is not None and watch.running:
+                    ending = f"was stopped: {mpi.mpiexec} ended (status {status}) before every rank did"
             except KeyboardInterrupt:
                 if ending is not None:
                     break  # a second Ctrl-C: kill what is left at once
                 ending = "was interrupted (Ctrl-C)"
-                now = time.monotonic()
+                status, now = launcher.poll(), time.monotonic()
             if ending is not None and stop_by is None:
                 _interrupt_tracers(watch.written)
                 stop_by = now + GRACE
             if len(watch.written) == ranks and linger_until is None:
                 linger_until = now + LINGER
-            # Stopped, nothing is left to wait for once no tracer runs (a program whose tracer was
-            # killed may still hold the launcher).
-            if ending is not None and not watch.running or any(
+            # Over when no tracer runs and either the launcher ended or tareador stopped the run (a
+            # program whose tracer was killed may hold the launcher); or at a deadline.
+            if not watch.running and (status is not None or ending is not None) or any(
                     limit is not None and now > limit for limit in (stop_by, linger_until)):
                 break
     finally:
