@@ -447,8 +447,9 @@ function install(options) {
  * alternate stack that tr_endings_alternate_stack gives the main thread). */
 function nearStackPointer(details) {
   if (!details.memory) return false;
-  const distance = details.memory.address.sub(details.context.sp).toInt32();
-  return Math.abs(distance) < 65536;
+  /* Compared as 64-bit addresses: a NULL write is 2^47 below the stack, not near it. */
+  const address = details.memory.address, sp = details.context.sp;
+  return address.compare(sp.sub(65536)) >= 0 && address.compare(sp.add(65536)) < 0;
 }
 
 /* endings.c: what the handler of an ending signal needs, and the timer that ships the tables
