@@ -84,9 +84,8 @@ def run(args) -> int:
 
 def format_whatif(result) -> str:
     from tareador.analyses.whatif import ratio
-    from tareador.render.summary import machine_name
     from tareador.files import printable
-    from tareador.render.summary import LABEL
+    from tareador.render.summary import LABEL, machine_name
     from tareador.render.summary import format_seconds as seconds
 
     lines = [f"{'T1 (sequential)':<{LABEL}}{seconds(result.t1 / result.rate)}",
