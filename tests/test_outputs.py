@@ -143,3 +143,29 @@ def test_a_full_disk_names_the_file_and_leaves_no_truncated_file(chain, tmp_path
                   "load, save; save(load(sys.argv[1]), sys.argv[2])", str(d), str(tmp_path / "copy"))
     assert run.returncode == 1 and "File too large" in run.stderr
     assert list((tmp_path / "copy").iterdir()) == []
+
+
+def test_sigterm_midway_is_a_stop_like_ctrl_c(tmp_path, capsys, monkeypatch):
+    """SIGTERM while a command writes a file: one line, exit 128+15, no temporary file left (its
+    default action would kill Python before the cleanup ran)."""
+    import signal
+
+    from tareador.analyses import speedup
+    from tareador.files import output_file
+    from tareador.taskgraph.store import save
+    from tests.test_replay_dag import fork_join
+
+    trace_dir = save(fork_join(), tmp_path / "t")
+
+    def study_then_sigterm(*args, **kwargs):
+        with output_file(trace_dir / "speedup.csv") as f:
+            f.write("half a table")
+            os.kill(os.getpid(), signal.SIGTERM)
+            f.write("never written")
+        raise AssertionError("SIGTERM did not stop the command")
+
+    monkeypatch.setattr(speedup, "study", study_then_sigterm)
+    assert main(["simulate", str(trace_dir), "--cores", "2"]) == 128 + signal.SIGTERM
+    assert capsys.readouterr().err == "tareador: stopped by SIGTERM\n"
+    assert not any(p.name.endswith(".tmp") or p.name == "speedup.csv" for p in trace_dir.iterdir())
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL

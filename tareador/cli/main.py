@@ -11,9 +11,11 @@ import argparse
 import errno
 import importlib
 import os
+import signal
 import sys
 
 from tareador import __version__
+from tareador.stopping import Stopped, stop_signals
 
 SUBCOMMANDS = ["config", "trace", "mpirun", "postprocess", "graph", "simulate", "whatif", "replay"]
 
@@ -39,10 +41,14 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with stop_signals():
+            return int(args.func(args) or 0)
     except (UserError, TraceDirError) as e:
         print(f"tareador: {e}", file=sys.stderr)
         return 2
+    except Stopped as e:
+        print(f"tareador: stopped by {signal.Signals(e.signum).name}", file=sys.stderr)
+        return 128 + e.signum
     except KeyboardInterrupt:
         print("tareador: interrupted", file=sys.stderr)
         return 130

@@ -6,7 +6,6 @@ waits, and receives one result message; all per-access work stays inside the tar
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import platform
@@ -18,6 +17,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 
+from tareador.stopping import stop_signals
 from tareador.tracing import toolchain
 
 BUFFER_RECORDS = 1 << 16  # 1 MiB of records: stays in cache between the inline writes and the analysis
@@ -183,7 +183,7 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
         detached.set()
         done.set()
 
-    with _stop_signals():
+    with stop_signals():
         try:
             pid = _spawn(device, [path] + list(argv[1:]), env)
             session = device.attach(pid)
@@ -222,7 +222,7 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
                     detached.wait()  # the program's own exit path (atexit, flushing its files) runs on
                 else:
                     detached.wait(5)
-            except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (_Stopped)
+            except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (Stopped)
                 if "meta" not in result:
                     result["stopped_by"] = signal.Signals(getattr(e, "signum", signal.SIGINT)).name
                     _interrupt(script, done)
@@ -239,29 +239,6 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
         meta["ending"] = {"kind": "interrupt", "signal": result["stopped_by"]}
     ending = meta["ending"]
     return AgentResult(meta, result["data"], ending.get("status"), result.get("detached", ""))
-
-
-class _Stopped(KeyboardInterrupt):
-    """SIGTERM or SIGHUP to tareador: the program is stopped and what was traced kept, as on Ctrl-C."""
-
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
-@contextlib.contextmanager
-def _stop_signals():
-    def stop(signum, frame):
-        raise _Stopped(signum)
-    try:
-        previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
-    except ValueError:  # not the main thread (a notebook's worker): its signals are not ours to take
-        previous = {}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
 
 
 def _kill(device, pid: int) -> None:
