@@ -297,9 +297,11 @@ function finish(ending) {
   for (let i = 0; i < objects.n; i++) {
     const kind = objectView.getUint32(40 * i + 24, true);
     const latent = objectView.getUint32(40 * i + 36, true);
+    if (kind === 1 || latent) continue;
     const site = ptr('0x' + objectView.getBigUint64(40 * i + 16, true).toString(16));
-    /* Sites are return addresses: the call itself is the byte before. Latent objects are not listed. */
-    if (kind !== 1 && !latent && !site.isNull()) sites[site.toString()] = describe(site.sub(1));
+    /* Sites are return addresses: the call itself is the byte before. Latent objects are not
+     * listed. Many objects share a site: it is described once. */
+    if (!site.isNull() && !(site.toString() in sites)) sites[site.toString()] = describe(site.sub(1));
   }
   const status = s.status();
   const error = { code: status.error, task: status.errorTask, name: status.errorName };
