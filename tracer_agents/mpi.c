@@ -376,12 +376,16 @@ static Request * request_of (guint64 h)
   return NULL;
 }
 
+static void forget (Request * r)
+{
+  *r = ((Request *) S->requests.rows)[--S->requests.count];
+}
+
 static void forget_request (guint64 h)
 {
   Request * r = request_of (h);
-  if (r == NULL)
-    return;
-  *r = ((Request *) S->requests.rows)[--S->requests.count];
+  if (r != NULL)
+    forget (r);
 }
 
 /* A non-blocking call returned its request in *at: number it (MPI recycles handles). */
@@ -419,7 +423,7 @@ static void completed (guint64 h, guint64 status)
     c->call = S->call;
     c->request = r->number;
   }
-  forget_request (h);
+  forget (r);
 }
 
 /* Wait/Test family: the handles at entry (the call sets completed ones to MPI_REQUEST_NULL). */
