@@ -79,10 +79,11 @@ static guint64 program_call (guint64 sp)
   return 0;
 }
 
-/* Where the block is named: the return address when the program called the allocator itself. */
-static guint64 site_of (GumInvocationContext * ic, CallData * d)
+/* Where the block is named: the return address when the program called the allocator itself
+ * (by_program, from from_program: looked up once by the caller). */
+static guint64 site_of (GumInvocationContext * ic, CallData * d, gboolean by_program)
 {
-  return from_program (ic) ? return_address (ic) : program_call (d->sp);
+  return by_program ? return_address (ic) : program_call (d->sp);
 }
 
 /* Common entry: remember two arguments and the stack pointer, and whether this call is one the
@@ -111,8 +112,9 @@ static void add_heap (GumInvocationContext * ic, CallData * d, guint64 address, 
 {
   if (address == 0)
     return;
-  guint64 site = site_of (ic, d);
-  if (from_program (ic))
+  gboolean by_program = from_program (ic);
+  guint64 site = site_of (ic, d, by_program);
+  if (by_program)
     tr_add_object (address, size, KIND_HEAP, site, 0);
   else
     tr_add_latent (address, size, site);
@@ -142,7 +144,8 @@ void realloc_leave (GumInvocationContext * ic)
 {
   CallData * d = leave (ic);
   if (!d->traced || RETURNED == 0) return;
-  tr_move_object (d->first, RETURNED, d->second, site_of (ic, d), !from_program (ic));
+  gboolean by_program = from_program (ic);
+  tr_move_object (d->first, RETURNED, d->second, site_of (ic, d, by_program), !by_program);
 }
 
 /* memalign(alignment, size) and aligned_alloc(alignment, size) */
