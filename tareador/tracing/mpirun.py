@@ -65,10 +65,11 @@ def launch(mpi: MPI, ranks: int, argv: Sequence[str], out: Path,
                     ending = f"was stopped: {watch.stopped}"
                 elif ending is None and status is not None and watch.running:
                     ending = f"was stopped: {mpi.mpiexec} ended (status {status}) before every rank did"
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (stopping.Stopped)
                 if ending is not None:
                     break  # a second Ctrl-C: kill what is left at once
-                ending = "was interrupted (Ctrl-C)"
+                signum = getattr(e, "signum", None)
+                ending = f"was stopped ({signal.Signals(signum).name})" if signum else "was interrupted (Ctrl-C)"
                 status, now = launcher.poll(), time.monotonic()
             if ending is not None and stop_by is None:
                 _interrupt_tracers(watch.written)
