@@ -169,6 +169,37 @@ def test_ctrl_c_writes_every_ranks_partial_trace(build, tmp_path):
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["ending"] == "was interrupted (Ctrl-C)"
 
 
+def test_sigterm_ends_the_run_as_ctrl_c_does_leaving_nothing_running(build, tmp_path):
+    p = subprocess.Popen([sys.executable, "-m", "tareador", "mpirun", "-np", "2", "-o", str(tmp_path / "run"), "--",
+                          str(waiting(build, MPICH, -1))], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert sorted(p.stdout.readline() for _ in range(2)) == ["waiting 0\n", "waiting 1\n"]
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == 1, err
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["ending"] == "was stopped (SIGTERM)"
+    assert all(t["partial"] for t in rank_summaries(tmp_path / "run"))
+    left = running_with(str(tmp_path / "run"))
+    for pid in left:  # not left behind by a failing test either
+        os.kill(pid, signal.SIGKILL)
+    assert not left
+
+
+def running_with(text):
+    """pids of the processes whose command line holds text."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if text.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
 def test_a_program_without_mpi_is_independent_traces(compile_c, tmp_path):
     exe = compile_c(write_c(tmp_path, "alone", '#include "tareador.h"\nint x;\nint main(void) {\n'
                             '  tareador_ON(); tareador_start_task("t"); x++; tareador_end_task("t"); tareador_OFF();\n'
