@@ -58,18 +58,20 @@ def run(args) -> int:
     from tareador.taskgraph.mpi import clear_run, rank_dirs
     from tareador.tracing.driver import TracingError, check_program
     from tareador.tracing.mpirun import launch
+    from tareador.tracing.run import check_output
 
     argv = args.program[1:] if args.program[:1] == ["--"] else args.program
     if not argv:
         raise UserError("no program given: tareador mpirun -np N -o DIR -- ./prog [args]")
     ranks = _positive(args.ranks, "-np", int)
     timeout = None if args.timeout is None else _positive(args.timeout, "--timeout", float)
+    out = Path(args.output or f"{argv[0].rstrip('/').split('/')[-1]}.tareador")
     try:
         program = check_program(argv)
+        check_output(out)  # as trace does, before the run: not an existing file, a directory it can write
     except TracingError as e:
         raise UserError(str(e)) from None
     mpi = choose_mpi(args.mpi, program)
-    out = Path(args.output or f"{argv[0].rstrip('/').split('/')[-1]}.tareador")
     clear_run(out)
     out.mkdir(parents=True, exist_ok=True)
     ending, status = launch(mpi, ranks, argv, out, timeout)

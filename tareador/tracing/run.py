@@ -101,7 +101,7 @@ def _ending(meta: dict) -> tuple[str, bool, str | None]:
     return ("was interrupted (Ctrl-C)" if name == "SIGINT" else f"was stopped ({name} to tareador)", True, name)
 
 
-def _check_output(out_dir: Path) -> None:
+def check_output(out_dir: Path) -> None:
     """Before the program runs, maybe for hours: the trace directory can be made and written in
     (tried for real: permissions, read-only mounts and root's exceptions all count)."""
     if out_dir.exists() and not out_dir.is_dir():
@@ -181,7 +181,7 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     """Trace ``argv`` and write ``out_dir`` (with mpi, one rank of a launch: ``out_dir/rank-N``);
     raises AnnotationError after writing if the markers are unbalanced."""
     started = time.monotonic()
-    _check_output(Path(out_dir))
+    check_output(Path(out_dir))
     status = StatusRow.on_stderr() if progress else None
     try:
         result = run_agent(argv, progress=status)
