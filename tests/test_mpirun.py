@@ -141,7 +141,7 @@ def test_a_crashing_rank_stops_the_others_after_they_wrote_their_traces(build, t
     s = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert s["partial"] and s["ending"] == f"was stopped: rank 1 {ranks[1]['ending']}"
     assert (s["per_rank"][0]["blocked_in"]["call"], s["per_rank"][0]["blocked_in"]["peer"]) == ("MPI_Recv", 1)
-    assert f"tareador: the run was stopped: rank 1 crashed" in r.stderr
+    assert "tareador: the run was stopped: rank 1 crashed" in r.stderr
 
 
 def test_a_deadlock_ends_at_the_timeout_saying_where_each_rank_waits(build, tmp_path):

@@ -54,18 +54,17 @@ def choose_mpi(asked: str | None, program: str):
 def run(args) -> int:
     from tareador.cli.main import UserError
     from tareador.cli.postprocess import postprocess
+    from tareador.cli.trace import program_and_output
     from tareador.render.summary import format_run_summary
     from tareador.taskgraph.mpi import clear_run, rank_dirs
     from tareador.tracing.driver import TracingError, check_program
     from tareador.tracing.mpirun import launch
     from tareador.tracing.run import check_output
 
-    argv = args.program[1:] if args.program[:1] == ["--"] else args.program
-    if not argv:
-        raise UserError("no program given: tareador mpirun -np N -o DIR -- ./prog [args]")
+    argv, out = program_and_output(args, "tareador mpirun -np N -o DIR -- ./prog [args]")
+    out = Path(out)
     ranks = _positive(args.ranks, "-np", int)
     timeout = None if args.timeout is None else _positive(args.timeout, "--timeout", float)
-    out = Path(args.output or f"{argv[0].rstrip('/').split('/')[-1]}.tareador")
     try:
         program = check_program(argv)
         check_output(out)  # as trace does, before the run: not an existing file, a directory it can write

@@ -26,16 +26,24 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+def program_and_output(args, usage: str) -> tuple[list[str], str]:
+    """The program's argv (a leading ``--`` is optional) and the output directory, by default
+    named after the program; UserError when no program is given."""
+    from tareador.cli.main import UserError
+
+    argv = args.program[1:] if args.program[:1] == ["--"] else args.program
+    if not argv:
+        raise UserError(f"no program given: {usage}")
+    return argv, args.output or f"{argv[0].rstrip('/').split('/')[-1]}.tareador"
+
+
 def run(args) -> int:
     from tareador.cli.main import UserError
     from tareador.render.summary import format_summary
     from tareador.tracing.driver import TracingError
     from tareador.tracing.run import AnnotationError, trace
 
-    argv = args.program[1:] if args.program[:1] == ["--"] else args.program
-    if not argv:
-        raise UserError("no program given: tareador trace -o DIR -- ./prog [args]")
-    out = args.output or f"{argv[0].rstrip('/').split('/')[-1]}.tareador"
+    argv, out = program_and_output(args, "tareador trace -o DIR -- ./prog [args]")
     if args.mpi:
         # MPICH's notice that another rank failed (once told not to kill the job, as `tareador
         # mpirun` does) must not end the tracer of this rank. Caught rather than ignored: an

@@ -134,8 +134,8 @@ def _tracers() -> dict[int, int]:
 def _interrupt_tracers(written: set[int]) -> None:
     """SIGINT, as a Ctrl-C, to the tracers of the ranks that have not written their trace yet:
     each writes its partial trace and ends its program."""
-    for rank, pid in _tracers().items():
-        if rank not in written:
+    for number, pid in _tracers().items():
+        if number not in written:
             _signal(pid, signal.SIGINT)
 
 
