@@ -269,13 +269,19 @@ def read_ranks(directory: Path) -> list[RankTables]:
     if not dirs:
         raise TraceDirError(f"{directory} has no rank-N/ directories: trace a run with "
                             f"'tareador mpirun -np N -o {directory} -- ./prog'")
-    sizes = {r: read_summary(d / "summary.json", "trace the run again").get("size") or len(dirs)
-             for r, d in dirs.items()}
+    sizes = {}
+    for r, d in dirs.items():
+        size = read_summary(d / "summary.json", "trace the run again").get("size") or len(dirs)
+        if type(size) is not int or size < 1:
+            raise TraceDirError(f"{d / 'summary.json'}: size {size!r} is not a number of ranks; trace the run again")
+        sizes[r] = size
     size = max(sizes.values())
     stale = [r for r, s in sizes.items() if s != size or r >= size]
     if stale:
-        raise TraceDirError(f"{dirs[stale[0]]} is from a run of {sizes[stale[0]]} ranks, the others from one of "
-                            f"{size}: remove it or trace the run again into an empty directory")
+        r = stale[0]
+        told = f"is rank {r} of a run of {size} ranks" if sizes[r] == size else \
+            f"is from a run of {sizes[r]} ranks, the others from one of {size}"
+        raise TraceDirError(f"{dirs[r]} {told}: remove it or trace the run again into an empty directory")
     return [read_rank(dirs[r], r, size) if r in dirs else
             RankTables(TaskTrace([], [], [], {"rank": r, "size": size, "partial": True, "ending": MISSING}), [], [])
             for r in range(size)]
