@@ -182,12 +182,9 @@ def read_rank(d: Path, rank: int, size: int) -> RankTables:
     """One rank's directory, validated: what matching and the Dimemas writer rely on."""
     trace = load_trace(d)
     remedy = f"trace the run again (tareador mpirun -o {d.parent} ...)"
-    for name in ("mpi.csv", "comms.csv"):
-        if not (d / name).exists():
-            raise TraceDirError(f"{d / name} is missing: {remedy}")
-    comms = read_table(d / "comms.csv", Communicator)
+    comms = read_table(d / "comms.csv", Communicator, remedy)
     _check_comms(d / "comms.csv", comms, rank, size)
-    calls = read_table(d / "mpi.csv", MpiCall)
+    calls = read_table(d / "mpi.csv", MpiCall, remedy)
     _check_calls(d / "mpi.csv", calls, rank, size, trace, {c.comm for c in comms})
     return RankTables(trace, calls, comms)
 
@@ -364,13 +361,9 @@ def load_run(directory: str | Path) -> MpiRun:
     files checked against them (a rank traced again since leaves them stale)."""
     d = Path(directory)
     remedy = f"run 'tareador postprocess {d}'"
-    ranks = read_ranks(d)
-    for name in ("mpi.csv", "messages.csv", "summary.json"):
-        if not (d / name).exists():
-            raise TraceDirError(f"{d / name} is missing: {remedy}")
-    run = _run(d, ranks, read_summary(d / "summary.json", remedy))
+    run = _run(d, read_ranks(d), read_summary(d / "summary.json", remedy))
     for name, cls, rows in (("mpi.csv", MpiCall, run.calls), ("messages.csv", Message, run.messages)):
-        written = read_table(d / name, cls)
+        written = read_table(d / name, cls, remedy)
         if written != rows:
             line = next((i for i, (a, b) in enumerate(zip(written, rows)) if a != b), min(len(written), len(rows)))
             raise TraceDirError(f"{d / name}:{line + 2}: differs from what the ranks' own files give (a rank "

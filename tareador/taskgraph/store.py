@@ -35,9 +35,10 @@ def write_table(path: Path, cls, rows) -> None:
         w.writerows(astuple(r) for r in rows)
 
 
-def read_table(path: Path, cls) -> list:
+def read_table(path: Path, cls, remedy: str | None = None) -> list:
     if not path.exists():
-        raise TraceDirError(f"{path} is missing: run 'tareador trace -o {path.parent} -- ./prog' again")
+        remedy = remedy or f"run 'tareador trace -o {path.parent} -- ./prog' again"
+        raise TraceDirError(f"{path} is missing: {remedy}")
     converters = [int if fl.type == "int" else str for fl in fields(cls)]
     names = [fl.name for fl in fields(cls)]
     rows = []
