@@ -182,6 +182,9 @@ def read_rank(d: Path, rank: int, size: int) -> RankTables:
     """One rank's directory, validated: what matching and the Dimemas writer rely on."""
     trace = load_trace(d)
     remedy = f"trace the run again (tareador mpirun -o {d.parent} ...)"
+    warnings = trace.summary.get("warnings", [])
+    if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
+        raise TraceDirError(f"{d / 'summary.json'}: warnings {warnings!r} are not a list of texts; {remedy}")
     comms = read_table(d / "comms.csv", Communicator, remedy)
     _check_comms(d / "comms.csv", comms, rank, size)
     calls = read_table(d / "mpi.csv", MpiCall, remedy)
