@@ -71,7 +71,6 @@ class MpiRun:
 
     ranks: list[TaskTrace]
     calls: list[MpiCall]
-    messages: list[Message]
     comms: list[list[Communicator]]
     summary: dict = field(default_factory=dict)
     path: str | None = None
@@ -92,6 +91,10 @@ class MpiRun:
         from tareador.taskgraph.matching import match
 
         return match(self.calls_by_rank, self.comms)
+
+    @property
+    def messages(self) -> list[Message]:
+        return self.matching.messages
 
 
 def sides(calls: Sequence[MpiCall]) -> list[str]:
@@ -375,7 +378,5 @@ def load_run(directory: str | Path) -> MpiRun:
 
 
 def _run(d: Path, ranks: list[RankTables], summary: dict) -> MpiRun:
-    run = MpiRun([r.trace for r in ranks], [c for r in ranks for c in r.calls], [], [r.comms for r in ranks], summary,
-                 str(d))
-    run.messages = run.matching.messages
-    return run
+    return MpiRun([r.trace for r in ranks], [c for r in ranks for c in r.calls], [r.comms for r in ranks], summary,
+                  str(d))
