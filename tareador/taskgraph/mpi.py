@@ -211,6 +211,9 @@ def _check_comms(path: Path, comms: list[Communicator], rank: int, size: int) ->
                                 f"ranks including {rank}; the file is corrupt")
         if any(not 0 <= m < size for m in members):
             raise TraceDirError(f"{where} names a rank outside the run's {size}; the file is corrupt")
+        if c.comm == 0 and c.size != size:
+            raise TraceDirError(f"{where} is MPI_COMM_WORLD of {c.size} ranks, but summary.json says the run has "
+                                f"{size}; the files are corrupt")
 
 
 def _check_calls(path: Path, calls: list[MpiCall], rank: int, size: int, trace: TaskTrace, comms: set[int]) -> None:
@@ -285,7 +288,8 @@ def read_ranks(directory: Path) -> list[RankTables]:
         told = f"is rank {r} of a run of {size} ranks" if sizes[r] == size else \
             f"is from a run of {sizes[r]} ranks, the others from one of {size}"
         raise TraceDirError(f"{dirs[r]} {told}: remove it or trace the run again into an empty directory")
-    return [read_rank(dirs[r], r, size) if r in dirs else
+    read = {r: read_rank(d, r, size) for r, d in dirs.items()}  # before any placeholder: a corrupt size is refused
+    return [read[r] if r in read else
             RankTables(TaskTrace([], [], [], {"rank": r, "size": size, "partial": True, "ending": MISSING}), [], [])
             for r in range(size)]
 
