@@ -21,8 +21,11 @@
  *     its turn; SS_MPI_CP by priority rank (0 = never set: first, LIFO), FIFO among equal
  *     ranks for a thread that lost its CPU, LIFO for one that keeps its turn; RR slices every
  *     burst by the quantum, and a thread that keeps its turn only gets what is left of it;
- *   - a transfer takes its out link, in link and bus in that order, holding what it got while
- *     it waits in the FIFO queue of the next one; freeing each restarts the first waiter;
+ *   - a thread that gets a CPU first spends the scheduler's context-switch cost on it (every
+ *     time, also to go on with the burst it was running; schedule.c put_thread_on_run), then
+ *     runs its burst (under rr: its slice, decided when the switch is over);
+ *   - a transfer takes its links and bus as engine_network.c describes, waiting in their FIFO
+ *     queues for what it cannot get yet;
  *   - messages match receives by key (sender, receiver, tag, communicator) when they meet, as in
  *     Dimemas, not in send order: an arriving message goes to the first receiver blocked on its
  *     key, a receive takes the first message of its key that arrived, and a rendezvous send goes
@@ -37,10 +40,9 @@
  *                thread's rank is 0, ahead of all, until an event sets one)
  *   per thread   its actions are thread_start[t] .. thread_start[t + 1] - 1; node
  *   per message  key, latency and transfer time in ns, rendezvous and immediate flags, by_irecv
- *                (its receive is an irecv), stages[m * STAGES ..]: the pools (links, bus) its
- *                transfer takes, -1 = none; stages is NULL when every bus and link is unlimited.
+ *                (its receive is an irecv); net: its links and bus (engine_network.h), whose
+ *                arrays are NULL when every bus and link is unlimited.
  *                A receive or wait action's value is its message (a wait's: its irecv's)
- *   per pool     capacity
  *   outputs      pc: the first action a thread has not done (< thread_start[t + 1]: it never
  *                finished), thread_end
  *   recorder     NULL unless record: reach time of each action; per message the logical and
@@ -60,17 +62,18 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "engine_network.h"
+
 enum action { A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT }; /* as in engine.py */
 enum policy { FIFO, CP, RR };                                        /* as in engine.py */
 enum status { LOOP_NOMEM = -1, LOOP_DONE, LOOP_PAUSED };           /* as in engine.py */
-enum { STAGES = 3 };                             /* out link, in link, bus; as in engine.py */
 enum { PARKED_IMMEDIATE = -1 };                  /* sender[m] of a parked message, else its blocked thread */
 enum { STATE_FIELDS = 5 };                       /* thread, cpu + 1, begin, end, Paraver state */
 
 struct plan {
-    int64_t nthreads, nmsg, nkeys, nnodes, cores, npools, policy, record;
-    int64_t running, waiting_cpu, waiting_message; /* Paraver state codes */
-    double quantum;
+    int64_t nthreads, nmsg, nkeys, nnodes, cores, policy, record;
+    int64_t running, waiting_cpu, waiting_message, switching; /* Paraver state codes */
+    double quantum, context_switch;
     const int8_t *kind;
     const double *value;
     const int64_t *thread_start;
@@ -78,12 +81,11 @@ struct plan {
     const int32_t *key;
     const double *latency, *transfer;
     const uint8_t *rendezvous, *immediate, *by_irecv;
-    const int32_t *stages;
-    const int64_t *capacity;
     int64_t *pc;
     double *thread_end;
     double *reach, *lsend, *psend, *lrecv, *precv;
     int64_t *sthread, *scpu, *rthread, *rcpu;
+    struct network_plan net;
 };
 
 struct vec {
@@ -98,7 +100,7 @@ struct entry {
 };
 
 /* A FIFO of messages or threads linked through an array of next ones: a message is in at most
- * one queue (parked, waiting for a pool, arrived) at a time, a thread in at most one. */
+ * one queue (parked, arrived) at a time, a thread in at most one. */
 struct queue {
     int32_t head, tail;
 };
@@ -120,6 +122,7 @@ struct loop {
     int64_t *priority;
     uint8_t *loose;      /* Dimemas' loose_cpu: the thread queues at the tail */
     uint8_t *paying, *paid; /* the thread's head burst is a latency / its latency is paid */
+    uint8_t *switching;  /* the thread's CPU event ends its context switch, not its burst */
     double *work;        /* the burst at the head of the thread's actions, ns left; < 0: none
                             (then the head is the trace's action at pc) */
     double *slice;       /* rr: what the thread has used of its quantum */
@@ -128,9 +131,7 @@ struct loop {
     uint8_t *sent, *posted; /* per message: its send, its receive was reached */
     int32_t *sender;     /* per parked message */
     int32_t *next_msg, *next_thread;
-    int64_t *inuse;      /* per pool */
-    struct queue *waiting; /* per pool */
-    int8_t *taken;       /* per message, stages taken */
+    struct network *net; /* NULL: every link and bus unlimited */
     uint8_t *dirty;      /* per node: queued a thread during this event */
     struct vec reload;   /* the dirty nodes, int32 */
     double *blocked, *queued; /* recorder: since when a thread waits for a message, a CPU */
@@ -318,7 +319,18 @@ static double run_time(struct loop *L, int32_t t)
     return d;
 }
 
-/* put_thread_on_run: the head of node n's queue takes a free CPU and starts its head burst. */
+/* t, on CPU cpu, runs its head burst (or under rr the slice the quantum allows). */
+static void run(struct loop *L, int32_t t, int64_t cpu)
+{
+    double d = run_time(L, t);
+    L->loose[t] = 1;
+    push_event(L, L->now + d, t);
+    if (L->p.record)
+        state(L, t, cpu, L->now, L->now + d, L->p.running);
+}
+
+/* put_thread_on_run: the head of node n's queue takes a free CPU and, after the context
+ * switch, starts its head burst. */
 static void dispatch(struct loop *L, int32_t n)
 {
     const struct plan *p = &L->p;
@@ -330,13 +342,16 @@ static void dispatch(struct loop *L, int32_t n)
         if (p->record)
             p->reach[i] = L->now;
     }
-    double d = run_time(L, t);
-    L->loose[t] = 1;
-    push_event(L, L->now + d, t);
-    if (p->record) {
+    if (p->record)
         state(L, t, -1, L->queued[t], L->now, p->waiting_cpu);
-        state(L, t, cpu, L->now, L->now + d, p->running);
+    if (p->context_switch > 0) {
+        L->switching[t] = 1;
+        push_event(L, L->now + p->context_switch, t);
+        if (p->record)
+            state(L, t, cpu, L->now, L->now + p->context_switch, p->switching);
+        return;
     }
+    run(L, t, cpu);
 }
 
 static void dispatch_one(struct loop *L, int32_t n)
@@ -376,48 +391,22 @@ static void wake_state(struct loop *L, int32_t t)
         state(L, t, -1, L->blocked[t], L->now, L->p.waiting_message);
 }
 
-/* Take the pools of message m's transfer in order; 0 (queued for one) if one is full. */
-static int take_stages(struct loop *L, int64_t m)
-{
-    const struct plan *p = &L->p;
-    for (; L->taken[m] < STAGES; L->taken[m]++) {
-        int32_t pool = p->stages[m * STAGES + L->taken[m]];
-        if (pool < 0)
-            continue;
-        if (L->inuse[pool] >= p->capacity[pool]) {
-            enqueue(L->next_msg, &L->waiting[pool], (int32_t)m);
-            return 0;
-        }
-        L->inuse[pool]++;
-    }
-    return 1;
-}
-
 /* really_send: start message m's transfer once its links and bus are free. */
 static void transfer(struct loop *L, int64_t m)
 {
     const struct plan *p = &L->p;
-    if (p->stages && !take_stages(L, m))
+    if (L->net && !network_acquire(L->net, m))
         return;
     if (p->record)
         p->psend[m] = L->now;
-    if (p->stages)
+    if (L->net)
         push_event(L, L->now + p->transfer[m], p->nthreads + 2 * m);
     push_event(L, L->now + p->transfer[m], p->nthreads + 2 * m + 1);
 }
 
-/* Message m frees its links and bus; each restarts the first transfer waiting for it. */
-static void free_stages(struct loop *L, int64_t m)
+static void retry_transfer(void *L, int64_t m)
 {
-    const struct plan *p = &L->p;
-    for (int64_t j = 0; j < STAGES; j++) {
-        int32_t pool = p->stages[m * STAGES + j];
-        if (pool < 0)
-            continue;
-        L->inuse[pool]--;
-        if (L->waiting[pool].head >= 0)
-            transfer(L, dequeue(L->next_msg, &L->waiting[pool]));
-    }
+    transfer(L, m);
 }
 
 /* Recorder: thread w takes message got in the receive or wait whose own message is m. */
@@ -581,6 +570,11 @@ static void run_actions(struct loop *L, int32_t t)
 static void burst_ends(struct loop *L, int32_t t)
 {
     int32_t n = L->p.node[t];
+    if (L->switching[t]) {
+        L->switching[t] = 0;
+        run(L, t, L->cpu_of[t]);
+        return;
+    }
     set_cpu_free(L, n, L->cpu_of[t] - (int64_t)n * L->p.cores, 1);
     if (L->paying[t]) {
         L->paying[t] = 0;
@@ -595,11 +589,12 @@ void loop_free(struct loop *L)
     if (!L)
         return;
     free(L->events.data);
+    network_free(L->net);
     for (int64_t n = 0; L->ready && n < L->p.nnodes; n++)
         free(L->ready[n].data);
     void *arrays[] = {L->ready, L->free_cpus, L->nfree, L->context, L->cpu_of, L->priority, L->loose, L->paying,
-                      L->paid, L->work, L->slice, L->arrived, L->parked, L->receivers, L->sent, L->posted,
-                      L->sender, L->next_msg, L->next_thread, L->inuse, L->waiting, L->taken, L->dirty,
+                      L->paid, L->switching, L->work, L->slice, L->arrived, L->parked, L->receivers, L->sent, L->posted,
+                      L->sender, L->next_msg, L->next_thread, L->dirty,
                       L->reload.data, L->blocked, L->queued, L->posted_at, L->states.data};
     for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
         free(arrays[k]);
@@ -629,6 +624,7 @@ struct loop *loop_new(const struct plan *p)
     L->loose = zeros(T, sizeof *L->loose);
     L->paying = zeros(T, sizeof *L->paying);
     L->paid = zeros(T, sizeof *L->paid);
+    L->switching = zeros(T, sizeof *L->switching);
     L->work = zeros(T, sizeof *L->work);
     L->slice = zeros(T, sizeof *L->slice);
     L->arrived = zeros(K, sizeof *L->arrived);
@@ -639,16 +635,14 @@ struct loop *loop_new(const struct plan *p)
     L->sender = zeros(M, sizeof *L->sender);
     L->next_msg = zeros(M, sizeof *L->next_msg);
     L->next_thread = zeros(T, sizeof *L->next_thread);
-    L->inuse = zeros(p->npools, sizeof *L->inuse);
-    L->waiting = zeros(p->npools, sizeof *L->waiting);
-    L->taken = zeros(p->stages ? M : 0, sizeof *L->taken);
+    L->net = p->net.flags ? network_new(&p->net, M) : NULL;
     L->dirty = zeros(N, sizeof *L->dirty);
     L->blocked = zeros(p->record ? T : 0, sizeof *L->blocked);
     L->queued = zeros(p->record ? T : 0, sizeof *L->queued);
     L->posted_at = zeros(p->record ? M : 0, sizeof *L->posted_at);
     if (!(L->ready && L->free_cpus && L->nfree && L->context && L->cpu_of && L->priority && L->loose &&
-          L->paying && L->paid && L->work && L->slice && L->arrived && L->parked && L->receivers && L->sent &&
-          L->posted && L->sender && L->next_msg && L->next_thread && L->inuse && L->waiting && L->taken &&
+          L->paying && L->paid && L->switching && L->work && L->slice && L->arrived && L->parked && L->receivers && L->sent &&
+          L->posted && L->sender && L->next_msg && L->next_thread && (L->net || !p->net.flags) &&
           L->dirty && L->blocked && L->queued && L->posted_at)) {
         loop_free(L);
         return NULL;
@@ -666,8 +660,6 @@ struct loop *loop_new(const struct plan *p)
     for (int64_t k = 0; k < K; k++)
         L->arrived[k].head = L->arrived[k].tail = L->parked[k].head = L->parked[k].tail = L->receivers[k].head =
             L->receivers[k].tail = -1;
-    for (int64_t k = 0; k < p->npools; k++)
-        L->waiting[k].head = L->waiting[k].tail = -1;
     return L;
 }
 
@@ -710,7 +702,7 @@ int loop_run(struct loop *L, int64_t pause_at, int64_t max_events)
         else if ((e.item - p->nthreads) % 2)
             arrive(L, (e.item - p->nthreads) / 2);
         else
-            free_stages(L, (e.item - p->nthreads) / 2);
+            network_release(L->net, (e.item - p->nthreads) / 2, retry_transfer, L);
         reload(L);
     }
 }
