@@ -1,4 +1,5 @@
-"""PNG plots of simulated runs: speedup curve, parallelism profile, Gantt chart by core, what-if bars.
+"""PNG plots of simulated runs: speedup curve, parallelism profile, Gantt chart by core, what-if bars,
+network sweep.
 
 Figures are built with matplotlib's object API on the Agg canvas, so nothing depends on a
 display or on pyplot's global state.
@@ -13,6 +14,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from tareador.analyses.network_sweep import Sweep
 from tareador.analyses.speedup import Study, parallelism_profile
 from tareador.analyses.whatif import WhatIf
 from tareador.files import output_file, printable
@@ -117,4 +119,29 @@ def plot_whatif(result: WhatIf, cores: int | None, path: str | Path) -> Path:
     ax.set_title(f"accelerating one task type, {machine_name(cores)}, {result.policy} "
                  f"(unaccelerated {base * scale:.4g} {unit})")
     ax.legend(fontsize="small")
+    return _save(fig, path)
+
+
+def plot_network_sweep(result: Sweep, title: str, path: str | Path) -> Path:
+    """Time and speedup against the swept bandwidth (a line per latency), or against the latency
+    when only latencies were swept; log x axis, as the values usually span decades."""
+    by_bandwidth = "bandwidth" in result.swept
+    fig = Figure(figsize=(10, 4))
+    axes = fig.subplots(1, 2)
+    lines: dict[float, list] = {}
+    for pt in result.points:
+        lines.setdefault(pt.latency if by_bandwidth else pt.bandwidth, []).append(pt)
+    scale, unit = time_unit(max(pt.time for pt in result.points))
+    for key, pts in lines.items():
+        x = [pt.bandwidth if by_bandwidth else pt.latency for pt in pts]
+        label = (f"latency {key:g} s" if by_bandwidth else f"bandwidth {key:g} MB/s") if len(lines) > 1 else None
+        axes[0].plot(x, [pt.time * scale for pt in pts], "o-", label=label)
+        axes[1].plot(x, [pt.speedup for pt in pts], "o-", label=label)
+    for ax, ylabel in zip(axes, (f"time ({unit})", "speedup over the first configuration")):
+        ax.set_xscale("log")
+        ax.set_xlabel("inter-node bandwidth (MB/s)" if by_bandwidth else "inter-node latency (s)")
+        ax.set_ylabel(ylabel)
+        if len(lines) > 1:
+            ax.legend(fontsize="small")
+    fig.suptitle(_text(title))
     return _save(fig, path)

@@ -23,7 +23,7 @@
  *     burst by the quantum, and a thread that keeps its turn only gets what is left of it;
  *   - a thread that gets a CPU first spends the scheduler's context-switch cost on it (every
  *     time, also to go on with the burst it was running; schedule.c put_thread_on_run), then
- *     runs its burst (under rr: its slice, decided when the switch is over);
+ *     runs its burst (under rr: a new quantum's slice, since the switch was a timer too);
  *   - a transfer takes its links and bus as engine_network.c describes, waiting in their FIFO
  *     queues for what it cannot get yet;
  *   - messages match receives by key (sender, receiver, tag, communicator) when they meet, as in
@@ -346,6 +346,8 @@ static void dispatch(struct loop *L, int32_t n)
         state(L, t, -1, L->queued[t], L->now, p->waiting_cpu);
     if (p->context_switch > 0) {
         L->switching[t] = 1;
+        L->loose[t] = 1; /* as every timer Dimemas sets for a thread (EVENT_timer): under rr the
+                            burst after a switch starts a new quantum */
         push_event(L, L->now + p->context_switch, t);
         if (p->record)
             state(L, t, cpu, L->now, L->now + p->context_switch, p->switching);
