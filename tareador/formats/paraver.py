@@ -164,8 +164,9 @@ def schedule_run(names: list[str], start_ns: np.ndarray, end_ns: np.ndarray, cor
 
 
 def nanoseconds(times) -> np.ndarray:
-    """Paraver's integer time stamps from times in (fractional) nanoseconds."""
-    return np.rint(np.asarray(times, float)).astype(np.int64)
+    """Paraver's integer time stamps from (non-negative) times in fractional nanoseconds, halves
+    rounded up as Dimemas' C round() does (a 1024-byte message at 10 MB/s lasts 97656.25 ns)."""
+    return np.floor(np.asarray(times, float) + 0.5).astype(np.int64)
 
 
 def pcf_value_labels(pcf: Path, event_type: int) -> dict[int, str]:
