@@ -1,8 +1,9 @@
 """The simulated machine, from a readable TOML file or from a Dimemas configuration (.cfg).
 
 Units follow Dimemas so that one machine drives both replays identically: seconds, bandwidth in
-MB/s with MB = 2^20 bytes (0 = instantaneous), 0 buses or links = unlimited, and the relative
-CPU speed divides every burst. Traced instruction counts become seconds through
+MB/s with MB = 2^20 bytes (0 = instantaneous), 0 buses = unlimited, in and out links both 0 =
+unlimited (exactly one 0: max(in, out) half-duplex links), and the relative CPU speed divides
+every burst. Traced instruction counts become seconds through
 ``instructions_per_second`` (times the relative speed).
 """
 
