@@ -110,6 +110,19 @@ def test_half_duplex_links_within_a_node(tmp_path, links, expected):
     assert replay(dim(tmp_path, [1, 1], EXCHANGE), m).makespan == pytest.approx(expected, abs=1e-12)
 
 
+def test_within_a_half_duplex_node_a_message_to_a_lower_rank_takes_the_in_link_first(tmp_path):
+    """4 ranks on one node, one half-duplex link per rank, 1 MB/s (1 MiB takes 1 s). X (1 to 0)
+    runs 0-1 on ranks 1's and 0's links. At 0.5 Y (2 to 1) asks for rank 1's link first (a lower
+    rank's in link), busy: it waits holding nothing. At 0.6 W (3 to 2) finds rank 2's link free
+    and runs 0.6-1.6. At 1 Y gets rank 1's link and waits for rank 2's until 1.6: 1.6-2.6.
+    (Taking its out link first, Y would have held rank 2's link from 0.5 and run 1-2, W 2-3.)"""
+    blocks = [f"1:0:0:0.0\n3:0:0:1:{MIB}:1:0:0\n", f"1:1:0:0.0\n2:1:0:0:{MIB}:1:0:2\n3:1:0:2:{MIB}:2:0:0\n",
+              f"1:2:0:0.5\n2:2:0:1:{MIB}:2:0:2\n3:2:0:3:{MIB}:3:0:0\n", f"1:3:0:0.6\n2:3:0:2:{MIB}:3:0:2\n"]
+    machine = Machine(cores_per_node=4, tasks_per_node=4, intra_bandwidth=1.0, intra_in_links=1)
+    assert replay(dim(tmp_path, [1, 1, 1, 1], blocks), machine).task_end == pytest.approx([1.0, 2.6, 1.6, 0.6],
+                                                                                         abs=1e-12)
+
+
 def test_an_out_link_is_lent_to_a_transfer_that_can_go(tmp_path):
     """3 nodes, one rank each, one in and one out link per node, 1 MB/s (1 MiB takes 1 s).
     At 0 rank 1 sends X to rank 2 (node 2's in link busy until 1). At 0.5 rank 0 sends Y to
