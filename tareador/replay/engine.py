@@ -33,14 +33,16 @@ from pathlib import Path
 
 import numpy as np
 
-from tareador.formats.dimemas import BURST, EVENT, RECV, SEND, SYNC_IMMEDIATE, SYNC_RENDEZVOUS, DimError, DimTrace
+from tareador.formats.dimemas import (BURST, EVENT, GLOBAL_OP, RECV, SEND, SYNC_IMMEDIATE, SYNC_RENDEZVOUS, DimError,
+                                      DimTrace)
 from tareador.formats.paraver import (PRIORITY_EVENT, RUNNING, TASK_EVENT, WAITING_CPU, WAITING_MESSAGE, ParaverRun,
                                       nanoseconds, pcf_value_labels, task_event_labels)
 from tareador.native import build, compiler
 from tareador.replay.dag import sorted_unique
+from tareador.replay.global_ops import plan_global_ops
 from tareador.replay.machine import MB, Machine, MachineError
 
-A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT = range(6)  # enum action in engine_loop.c
+A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT, A_GLOBAL = range(7)  # enum action in engine_loop.c
 POLICIES = {"fifo": 0, "cp": 1, "rr": 2}  # enum policy in engine_loop.c
 LOOP_NOMEM, LOOP_DONE = -1, 0  # enum status in engine_loop.c
 NO_PRIORITY = -1  # value of an event action that sets no priority
@@ -87,6 +89,10 @@ class _Plan:
     tag: np.ndarray
     capacity: np.ndarray  # of each limited bus or link
     stages: np.ndarray | None  # per message, the pools its transfer takes (engine_loop.c's STAGES); None: unlimited
+    gop_op: np.ndarray  # per global-operation record (an A_GLOBAL action's value), its operation
+    gop_root: np.ndarray  # it claims the root
+    gop_time: np.ndarray  # ns its operation takes when it is the root (replay/global_ops.py)
+    op_size: np.ndarray  # per global operation, its members
 
 
 def _match(first_keys: list[np.ndarray], second_keys: list[np.ndarray], first: np.ndarray, second: np.ndarray,
@@ -165,17 +171,21 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
     by_irecv = np.zeros(len(sends), bool)
     by_irecv[msg[recvs]] = mode[recvs] == 1
 
-    # Actions: every burst (an empty one is a scheduling point too), send and receive, and one per
-    # run of consecutive events: what events change is only whether a thread's next action is a
-    # burst, and the priority the run leaves set.
+    glops = np.flatnonzero(op == GLOBAL_OP)
+    msg[glops] = np.arange(len(glops))
+    gop_op, gop_root, gop_time, op_size = plan_global_ops(trace, machine, node_of_task, glops)
+
+    # Actions: every burst (an empty one is a scheduling point too), send, receive and global
+    # operation, and one per run of consecutive events: what events change is only whether a
+    # thread's next action is a burst, and the priority the run leaves set.
     events = np.flatnonzero(op == EVENT)
     run_start = _event_runs(events, g)
-    keep = (op == BURST) | (op == SEND) | (op == RECV)
+    keep = (op == BURST) | (op == SEND) | (op == RECV) | (op == GLOBAL_OP)
     keep[events[run_start]] = True
     record = np.flatnonzero(keep)
     kind = np.select([op[record] == BURST, op[record] == SEND, (op[record] == RECV) & (mode[record] == 0),
-                      (op[record] == RECV) & (mode[record] == 1), op[record] == RECV],
-                     [A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT], A_EVENT)
+                      (op[record] == RECV) & (mode[record] == 1), op[record] == RECV, op[record] == GLOBAL_OP],
+                     [A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_GLOBAL], A_EVENT)
     value = np.where(kind == A_BURST, trace.secs[record] * NS / machine.relative_speed, msg[record].astype(float))
     value[kind == A_EVENT] = _run_priorities(trace, machine, events, run_start)
     thread_start = np.searchsorted(g[record], np.arange(len(trace.thread_start)))
@@ -192,7 +202,7 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
     ns_per_byte = np.divide(NS / MB, bandwidth, out=np.zeros(len(sends)), where=bandwidth > 0)
     size = trace.size[sends]
     transfer = ns_per_byte * size
-    _check_durations(trace, machine, kind, value, latency, transfer)
+    _check_durations(trace, machine, kind, value, latency, np.concatenate([transfer, gop_time]))
     capacity, stages = _resources(machine, ntasks, node_of_task, src_task, dest_task, same_node)
     node = node_of_task[task_of].astype(np.int32)
     busiest = int(np.bincount(node).max(initial=1))  # threads of the node with most
@@ -200,7 +210,8 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
                  cpus=min(machine.cores_per_node, busiest), key=send_key, nkeys=int(send_key.max(initial=-1)) + 1,
                  latency=latency, transfer=transfer, rendezvous=((mode[sends] & SYNC_RENDEZVOUS) > 0) | other_thread,
                  immediate=(mode[sends] & SYNC_IMMEDIATE) > 0, by_irecv=by_irecv, size=size, tag=trace.tag[sends],
-                 capacity=capacity, stages=stages)
+                 capacity=capacity, stages=stages, gop_op=gop_op, gop_root=gop_root, gop_time=gop_time,
+                 op_size=op_size)
 
 
 def _check_durations(trace: DimTrace, machine: Machine, kind, value, latency, transfer) -> None:
@@ -315,18 +326,20 @@ _OUTPUTS = (("pc", np.int64), ("thread_end", np.float64))
 _RECORDED = (("reach", np.float64), ("lsend", np.float64), ("psend", np.float64), ("lrecv", np.float64),
              ("precv", np.float64), ("sthread", np.int64), ("scpu", np.int64), ("rthread", np.int64),
              ("rcpu", np.int64))
+_GLOBAL_ARRAYS = (("gop_op", np.int32), ("gop_root", np.bool_), ("gop_time", np.float64), ("op_size", np.int32))
 
 
 class _PlanStruct(ctypes.Structure):
     _fields_ = ([(name, ctypes.c_int64) for name in _SCALARS] + [("quantum", ctypes.c_double)]
-                + [(name, ctypes.c_void_p) for name, _ in _PLAN_ARRAYS + _OUTPUTS + _RECORDED])
+                + [(name, ctypes.c_void_p) for name, _ in _PLAN_ARRAYS + _OUTPUTS + _RECORDED]
+                + [("nops", ctypes.c_int64)] + [(name, ctypes.c_void_p) for name, _ in _GLOBAL_ARRAYS])
 
 
 def _loop_arrays(p: _Plan, record: bool) -> dict[str, np.ndarray | None]:
     """The plan's arrays as the loop reads them, and zeroed arrays for it to write into."""
     nthreads, nactions, nmsg = len(p.thread_start) - 1, len(p.kind), len(p.latency)
     arrays = {name: None if getattr(p, name) is None else np.ascontiguousarray(getattr(p, name), dtype)
-              for name, dtype in _PLAN_ARRAYS}
+              for name, dtype in _PLAN_ARRAYS + _GLOBAL_ARRAYS}
     arrays |= {name: np.zeros(nthreads, dtype) for name, dtype in _OUTPUTS}
     arrays |= {name: np.zeros(nactions if name == "reach" else nmsg, dtype) if record else None
                for name, dtype in _RECORDED}
@@ -338,7 +351,7 @@ def _plan_struct(p: _Plan, machine: Machine, arrays: dict, record: bool) -> _Pla
     scalars = dict(nthreads=len(p.thread_start) - 1, nmsg=len(p.latency), nkeys=p.nkeys,
                    nnodes=int(p.node.max(initial=0)) + 1, cores=p.cpus, npools=len(p.capacity),
                    policy=POLICIES[machine.policy or "fifo"], record=int(record), running=RUNNING,
-                   waiting_cpu=WAITING_CPU, waiting_message=WAITING_MESSAGE)
+                   waiting_cpu=WAITING_CPU, waiting_message=WAITING_MESSAGE, nops=len(p.op_size))
     pointers = {name: None if a is None else a.ctypes.data for name, a in arrays.items()}
     return _PlanStruct(**scalars, quantum=machine.quantum * NS, **pointers)
 

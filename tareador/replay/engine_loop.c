@@ -60,7 +60,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-enum action { A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT }; /* as in engine.py */
+enum action { A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT, A_GLOBAL }; /* as in engine.py */
 enum policy { FIFO, CP, RR };                                        /* as in engine.py */
 enum status { LOOP_NOMEM = -1, LOOP_DONE, LOOP_PAUSED };           /* as in engine.py */
 enum { STAGES = 3 };                             /* out link, in link, bus; as in engine.py */
@@ -84,6 +84,11 @@ struct plan {
     double *thread_end;
     double *reach, *lsend, *psend, *lrecv, *precv;
     int64_t *sthread, *scpu, *rthread, *rcpu;
+    int64_t nops;              /* global operations (replay/global_ops.py) */
+    const int32_t *gop_op;     /* per global-operation record: its operation */
+    const uint8_t *gop_root;   /* it claims the root */
+    const double *gop_time;    /* ns its operation takes when it is the root */
+    const int32_t *op_size;    /* per operation: its members */
 };
 
 struct vec {
@@ -110,7 +115,8 @@ struct loop {
     double now;
     int64_t order, finished;
     struct vec events;   /* item: thread (its burst ends), nthreads + 2m (message m frees its
-                            pools), nthreads + 2m + 1 (message m arrives) */
+                            pools), nthreads + 2m + 1 (message m arrives), nthreads + 2 nmsg + o
+                            (global operation o ends) */
     struct vec *ready;   /* per node: threads waiting for a CPU */
     uint64_t *free_cpus; /* per node, words bits: its free cores */
     int64_t words;
@@ -136,6 +142,10 @@ struct loop {
     double *blocked, *queued; /* recorder: since when a thread waits for a message, a CPU */
     double *posted_at;   /* recorder: per message, when its receive was reached */
     struct vec states;   /* recorder: STATE_FIELDS doubles per state */
+    int32_t *op_arrived; /* per global operation: members arrived */
+    int32_t *op_root;    /* its root's record (-1: none yet) and thread */
+    int32_t *op_root_thread;
+    struct queue *op_members; /* the members arrived, in order */
 };
 
 /* Room for one more element at the end of v; out of memory, loop_run returns LOOP_NOMEM. */
@@ -545,6 +555,50 @@ static void do_receive(struct loop *L, int32_t t, int64_t i, int64_t m, int k)
     }
 }
 
+/* GLOBAL_operation (blocking): t waits off its CPU until every member arrived; the last one
+ * starts the operation, which takes its root's time: the member that claims the root (the last
+ * such), else the last to arrive. No startup is paid and no resource taken (global_ops.py). */
+static void do_global(struct loop *L, int32_t t, int64_t i)
+{
+    const struct plan *p = &L->p;
+    int64_t g = (int64_t)p->value[i];
+    int32_t o = p->gop_op[g];
+    reached(L, t, i);
+    enqueue(L->next_thread, &L->op_members[o], t);
+    block(L, t);
+    int last = ++L->op_arrived[o] == p->op_size[o];
+    if (p->gop_root[g] || (last && L->op_root[o] < 0)) {
+        L->op_root[o] = (int32_t)g;
+        L->op_root_thread[o] = t;
+    }
+    if (last)
+        push_event(L, L->now + p->gop_time[L->op_root[o]], p->nthreads + 2 * p->nmsg + o);
+}
+
+static void leave_global(struct loop *L, int32_t w)
+{
+    wake_state(L, w);
+    if (++L->p.pc[w] == end_of(L, w)) {
+        finish(L, w);
+        return;
+    }
+    L->loose[w] = 1;
+    to_ready(L, w);
+}
+
+/* close_global_communication: the members queue for a CPU in the order they arrived, the root
+ * last (the communicator's queue after the root went to take the buses and came back). */
+static void close_global(struct loop *L, int64_t o)
+{
+    int32_t root = L->op_root_thread[o];
+    while (L->op_members[o].head >= 0) {
+        int32_t w = dequeue(L->next_thread, &L->op_members[o]);
+        if (w != root)
+            leave_global(L, w);
+    }
+    leave_global(L, root);
+}
+
 /* SCHEDULER_general's next_op: t, off its CPU, does actions until one takes time or blocks. */
 static void run_actions(struct loop *L, int32_t t)
 {
@@ -561,6 +615,10 @@ static void run_actions(struct loop *L, int32_t t)
             return;
         }
         int k = p->kind[i];
+        if (k == A_GLOBAL) {
+            do_global(L, t, i);
+            return;
+        }
         if (k != A_EVENT) {
             int64_t m = (int64_t)p->value[i];
             if (k == A_SEND)
@@ -600,7 +658,8 @@ void loop_free(struct loop *L)
     void *arrays[] = {L->ready, L->free_cpus, L->nfree, L->context, L->cpu_of, L->priority, L->loose, L->paying,
                       L->paid, L->work, L->slice, L->arrived, L->parked, L->receivers, L->sent, L->posted,
                       L->sender, L->next_msg, L->next_thread, L->inuse, L->waiting, L->taken, L->dirty,
-                      L->reload.data, L->blocked, L->queued, L->posted_at, L->states.data};
+                      L->reload.data, L->blocked, L->queued, L->posted_at, L->states.data, L->op_arrived,
+                      L->op_root, L->op_root_thread, L->op_members};
     for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
         free(arrays[k]);
     free(L);
@@ -646,7 +705,12 @@ struct loop *loop_new(const struct plan *p)
     L->blocked = zeros(p->record ? T : 0, sizeof *L->blocked);
     L->queued = zeros(p->record ? T : 0, sizeof *L->queued);
     L->posted_at = zeros(p->record ? M : 0, sizeof *L->posted_at);
-    if (!(L->ready && L->free_cpus && L->nfree && L->context && L->cpu_of && L->priority && L->loose &&
+    L->op_arrived = zeros(p->nops, sizeof *L->op_arrived);
+    L->op_root = zeros(p->nops, sizeof *L->op_root);
+    L->op_root_thread = zeros(p->nops, sizeof *L->op_root_thread);
+    L->op_members = zeros(p->nops, sizeof *L->op_members);
+    if (!(L->op_arrived && L->op_root && L->op_root_thread && L->op_members &&
+          L->ready && L->free_cpus && L->nfree && L->context && L->cpu_of && L->priority && L->loose &&
           L->paying && L->paid && L->work && L->slice && L->arrived && L->parked && L->receivers && L->sent &&
           L->posted && L->sender && L->next_msg && L->next_thread && L->inuse && L->waiting && L->taken &&
           L->dirty && L->blocked && L->queued && L->posted_at)) {
@@ -668,6 +732,10 @@ struct loop *loop_new(const struct plan *p)
             L->receivers[k].tail = -1;
     for (int64_t k = 0; k < p->npools; k++)
         L->waiting[k].head = L->waiting[k].tail = -1;
+    for (int64_t o = 0; o < p->nops; o++) {
+        L->op_root[o] = -1;
+        L->op_members[o].head = L->op_members[o].tail = -1;
+    }
     return L;
 }
 
@@ -707,6 +775,8 @@ int loop_run(struct loop *L, int64_t pause_at, int64_t max_events)
         L->now = e.major;
         if (e.item < p->nthreads)
             burst_ends(L, (int32_t)e.item);
+        else if (e.item >= p->nthreads + 2 * p->nmsg)
+            close_global(L, e.item - p->nthreads - 2 * p->nmsg);
         else if ((e.item - p->nthreads) % 2)
             arrive(L, (e.item - p->nthreads) / 2);
         else
