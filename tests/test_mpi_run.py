@@ -42,10 +42,10 @@ def rank_dir(root, rank, size, calls, tasks=None, comms=None, summary=None):
                                                   Communicator(1, 1, str(rank))])
 
 
-def make_run(root, ranks, **per_rank):
+def make_run(root, ranks, collectives="dimemas", **per_rank):
     for r, calls in enumerate(ranks):
         rank_dir(root, r, len(ranks), calls, **{k: v[r] for k, v in per_rank.items()})
-    return postprocess(root)
+    return postprocess(root, collectives=collectives)
 
 
 def makespan(run_dir, latency=0.0, bandwidth=0.0):
@@ -143,7 +143,7 @@ def test_rooted_collective_as_a_binomial_tree(tmp_path):
     max(e0, e3, e1)."""
     e, z = [10, 500, 20, 700], [1000, 100, 100, 100]
     ranks = [[call("MPI_Bcast", 1, -1, 32, e[r]), call("MPI_Finalize", at=e[r] + z[r])] for r in range(4)]
-    run = make_run(tmp_path, ranks)
+    run = make_run(tmp_path, ranks, collectives="p2p")
     assert run.messages == [] and len(run.matching.collectives) == 1
     dim = (tmp_path / "authentic.dim").read_text().splitlines()
     # collective traffic on communicator 0 + the run's 5 communicators (world and 4 selves), tag 0
