@@ -154,6 +154,23 @@ def test_rooted_collective_as_a_binomial_tree(tmp_path):
     assert makespan(tmp_path) == pytest.approx(max(leave[r] + z[r] for r in range(4)) / IPS, abs=1e-12)
 
 
+def test_collective_as_a_global_operation(tmp_path):
+    """The same Bcast by default: one record 10 per rank (id 1, Dimemas communicator 1 = the
+    run's world, defined by a d:1: line; root field 1 on rank 1's record, which sends 32 bytes,
+    the others receive them). With inter-node latency 1e-5 s and 100 MB/s (one rank per node) it
+    starts when rank 3 enters (700 ns) and takes the root's fans: intra-node nothing, inter-node
+    (10^4 + 32 x 10^9 / 2^20 / 100) + (10^4 + 0) = 20305.17578125 ns; rank 0 then computes
+    1000 ns, the longest."""
+    e, z = [10, 500, 20, 700], [1000, 100, 100, 100]
+    make_run(tmp_path, [[call("MPI_Bcast", 1, -1, 32, e[r]), call("MPI_Finalize", at=e[r] + z[r])] for r in range(4)])
+    dim = (tmp_path / "authentic.dim").read_text().splitlines()
+    assert dim[0].endswith(":4(1,1,1,1),1") and dim[1] == "d:1:1:4:0:1:2:3"
+    assert [line for line in dim if line.startswith("10:")] == [
+        "10:0:0:1:1:0:0:0:32:1", "10:1:0:1:1:1:0:32:0:1", "10:2:0:1:1:0:0:0:32:1", "10:3:0:1:1:0:0:0:32:1"]
+    assert not [line for line in dim if line.startswith(("2:", "3:"))]
+    assert makespan(tmp_path, 1e-5, 100.0) == pytest.approx((700 + 20305.17578125 + 1000) / IPS, abs=1e-15)
+
+
 @pytest.mark.parametrize("ranks", [2, 3, 5])
 def test_allreduce_by_recursive_doubling_leaves_when_the_last_enters(tmp_path, ranks):
     """However the ranks fold in (3 and 5 are not powers of two), no rank leaves an Allreduce
