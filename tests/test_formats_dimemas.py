@@ -58,7 +58,7 @@ def corrupt(tmp_path, edit) -> str:
     (lambda d: d.replace(b"1:0:0:1.5", b"1:0:0:x.5"), r"c.dim:2: the CPU burst duration is not a number"),
     (lambda d: d.replace(b"20:0:0:7003:2", b"20:0:0:7003:z"), r"c.dim:3: a field is not an integer"),
     (lambda d: d.replace(b"20:0:0:7003:2", b"20:0:0:700302"), r"c.dim:3: a record of kind 20 has 5 fields, this one 4"),
-    (lambda d: d.replace(b"20:0:0:7003:2", b"10:0:0:7003:2"), r"c.dim:3: collective operations"),
+    (lambda d: d.replace(b"20:0:0:7003:2", b"10:0:0:7003:2"), r"c.dim:3: a record of kind 10 has 9 or 10 fields, this one 5"),
     (lambda d: d.replace(b"20:0:0:7003:2", b"77:0:0:7003:2"), r"c.dim:3: not a record"),
     (lambda d: d.replace(b"1:1:0:0.0", b"1:5:0:0.0"), r"c.dim:7: task or thread id beyond"),
     (lambda d: d.replace(b"3:1:0:0:0:8:9:0:1", b"3:1:0:0:7:8:9:0:1"), r"c.dim:9: partner thread outside"),
