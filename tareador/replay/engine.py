@@ -332,7 +332,8 @@ _GLOBAL_ARRAYS = (("gop_op", np.int32), ("gop_root", np.bool_), ("gop_time", np.
 class _PlanStruct(ctypes.Structure):
     _fields_ = ([(name, ctypes.c_int64) for name in _SCALARS] + [("quantum", ctypes.c_double)]
                 + [(name, ctypes.c_void_p) for name, _ in _PLAN_ARRAYS + _OUTPUTS + _RECORDED]
-                + [("nops", ctypes.c_int64)] + [(name, ctypes.c_void_p) for name, _ in _GLOBAL_ARRAYS])
+                + [("nops", ctypes.c_int64), ("gop_pool", ctypes.c_int64)]
+                + [(name, ctypes.c_void_p) for name, _ in _GLOBAL_ARRAYS])
 
 
 def _loop_arrays(p: _Plan, record: bool) -> dict[str, np.ndarray | None]:
@@ -351,7 +352,8 @@ def _plan_struct(p: _Plan, machine: Machine, arrays: dict, record: bool) -> _Pla
     scalars = dict(nthreads=len(p.thread_start) - 1, nmsg=len(p.latency), nkeys=p.nkeys,
                    nnodes=int(p.node.max(initial=0)) + 1, cores=p.cpus, npools=len(p.capacity),
                    policy=POLICIES[machine.policy or "fifo"], record=int(record), running=RUNNING,
-                   waiting_cpu=WAITING_CPU, waiting_message=WAITING_MESSAGE, nops=len(p.op_size))
+                   waiting_cpu=WAITING_CPU, waiting_message=WAITING_MESSAGE, nops=len(p.op_size),
+                   gop_pool=len(p.capacity) - 1 if machine.buses else -1)  # _resources puts it last
     pointers = {name: None if a is None else a.ctypes.data for name, a in arrays.items()}
     return _PlanStruct(**scalars, quantum=machine.quantum * NS, **pointers)
 

@@ -85,6 +85,7 @@ struct plan {
     double *reach, *lsend, *psend, *lrecv, *precv;
     int64_t *sthread, *scpu, *rthread, *rcpu;
     int64_t nops;              /* global operations (replay/global_ops.py) */
+    int64_t gop_pool;          /* the inter-node bus pool every operation takes whole, -1: unlimited */
     const int32_t *gop_op;     /* per global-operation record: its operation */
     const uint8_t *gop_root;   /* it claims the root */
     const double *gop_time;    /* ns its operation takes when it is the root */
@@ -146,6 +147,7 @@ struct loop {
     int32_t *op_root;    /* its root's record (-1: none yet) and thread */
     int32_t *op_root_thread;
     struct queue *op_members; /* the members arrived, in order */
+    int64_t *op_buses;   /* buses it holds while it waits for the others (in gop_pool's queue as nmsg + o) */
 };
 
 /* Room for one more element at the end of v; out of memory, loop_run returns LOOP_NOMEM. */
@@ -416,6 +418,28 @@ static void transfer(struct loop *L, int64_t m)
     push_event(L, L->now + p->transfer[m], p->nthreads + 2 * m + 1);
 }
 
+static void begin_global(struct loop *L, int64_t o);
+
+/* The first waiter for a pool gets what was freed: a transfer goes, a global operation adds
+ * the free buses to those it holds and begins once it holds them all. */
+static void serve(struct loop *L, int32_t pool)
+{
+    const struct plan *p = &L->p;
+    int32_t x = L->waiting[pool].head;
+    if (x < 0)
+        return;
+    if (x < p->nmsg) {
+        transfer(L, dequeue(L->next_msg, &L->waiting[pool]));
+        return;
+    }
+    L->op_buses[x - p->nmsg] += p->capacity[pool] - L->inuse[pool];
+    L->inuse[pool] = p->capacity[pool];
+    if (L->op_buses[x - p->nmsg] == p->capacity[pool]) {
+        dequeue(L->next_msg, &L->waiting[pool]);
+        begin_global(L, x - p->nmsg);
+    }
+}
+
 /* Message m frees its links and bus; each restarts the first transfer waiting for it. */
 static void free_stages(struct loop *L, int64_t m)
 {
@@ -425,8 +449,7 @@ static void free_stages(struct loop *L, int64_t m)
         if (pool < 0)
             continue;
         L->inuse[pool]--;
-        if (L->waiting[pool].head >= 0)
-            transfer(L, dequeue(L->next_msg, &L->waiting[pool]));
+        serve(L, pool);
     }
 }
 
@@ -555,9 +578,46 @@ static void do_receive(struct loop *L, int32_t t, int64_t i, int64_t m, int k)
     }
 }
 
+/* start_global_op: the operation takes its root's time, then frees the buses and ends. */
+static void begin_global(struct loop *L, int64_t o)
+{
+    const struct plan *p = &L->p;
+    push_event(L, L->now + p->gop_time[L->op_root[o]], p->nthreads + 2 * p->nmsg + o);
+}
+
+/* global_op_get_all_buses: with limited buses, the operation takes every bus of the network:
+ * those free now, and it waits in the buses' queue (holding them) for the others. */
+static void take_all_buses(struct loop *L, int64_t o)
+{
+    const struct plan *p = &L->p;
+    int64_t pool = p->gop_pool;
+    if (pool < 0 || L->inuse[pool] == 0) {
+        if (pool >= 0)
+            L->inuse[pool] = p->capacity[pool];
+        begin_global(L, o);
+        return;
+    }
+    L->op_buses[o] = p->capacity[pool] - L->inuse[pool];
+    L->inuse[pool] = p->capacity[pool];
+    enqueue(L->next_msg, &L->waiting[pool], (int32_t)(p->nmsg + o));
+}
+
+/* free_global_communication_resources: the buses go to their queue's waiters in order. */
+static void free_all_buses(struct loop *L, int64_t o)
+{
+    const struct plan *p = &L->p;
+    int64_t pool = p->gop_pool;
+    if (pool < 0)
+        return;
+    L->inuse[pool] = 0;
+    L->op_buses[o] = 0;
+    while (L->waiting[pool].head >= 0 && L->inuse[pool] < p->capacity[pool])
+        serve(L, (int32_t)pool);
+}
+
 /* GLOBAL_operation (blocking): t waits off its CPU until every member arrived; the last one
  * starts the operation, which takes its root's time: the member that claims the root (the last
- * such), else the last to arrive. No startup is paid and no resource taken (global_ops.py). */
+ * such), else the last to arrive. No startup is paid (global_ops.py). */
 static void do_global(struct loop *L, int32_t t, int64_t i)
 {
     const struct plan *p = &L->p;
@@ -572,7 +632,7 @@ static void do_global(struct loop *L, int32_t t, int64_t i)
         L->op_root_thread[o] = t;
     }
     if (last)
-        push_event(L, L->now + p->gop_time[L->op_root[o]], p->nthreads + 2 * p->nmsg + o);
+        take_all_buses(L, o);
 }
 
 static void leave_global(struct loop *L, int32_t w)
@@ -591,6 +651,7 @@ static void leave_global(struct loop *L, int32_t w)
 static void close_global(struct loop *L, int64_t o)
 {
     int32_t root = L->op_root_thread[o];
+    free_all_buses(L, o);
     while (L->op_members[o].head >= 0) {
         int32_t w = dequeue(L->next_thread, &L->op_members[o]);
         if (w != root)
@@ -659,7 +720,7 @@ void loop_free(struct loop *L)
                       L->paid, L->work, L->slice, L->arrived, L->parked, L->receivers, L->sent, L->posted,
                       L->sender, L->next_msg, L->next_thread, L->inuse, L->waiting, L->taken, L->dirty,
                       L->reload.data, L->blocked, L->queued, L->posted_at, L->states.data, L->op_arrived,
-                      L->op_root, L->op_root_thread, L->op_members};
+                      L->op_root, L->op_root_thread, L->op_members, L->op_buses};
     for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
         free(arrays[k]);
     free(L);
@@ -696,7 +757,7 @@ struct loop *loop_new(const struct plan *p)
     L->sent = zeros(M, sizeof *L->sent);
     L->posted = zeros(M, sizeof *L->posted);
     L->sender = zeros(M, sizeof *L->sender);
-    L->next_msg = zeros(M, sizeof *L->next_msg);
+    L->next_msg = zeros(M + p->nops, sizeof *L->next_msg);
     L->next_thread = zeros(T, sizeof *L->next_thread);
     L->inuse = zeros(p->npools, sizeof *L->inuse);
     L->waiting = zeros(p->npools, sizeof *L->waiting);
@@ -709,7 +770,8 @@ struct loop *loop_new(const struct plan *p)
     L->op_root = zeros(p->nops, sizeof *L->op_root);
     L->op_root_thread = zeros(p->nops, sizeof *L->op_root_thread);
     L->op_members = zeros(p->nops, sizeof *L->op_members);
-    if (!(L->op_arrived && L->op_root && L->op_root_thread && L->op_members &&
+    L->op_buses = zeros(p->nops, sizeof *L->op_buses);
+    if (!(L->op_arrived && L->op_root && L->op_root_thread && L->op_members && L->op_buses &&
           L->ready && L->free_cpus && L->nfree && L->context && L->cpu_of && L->priority && L->loose &&
           L->paying && L->paid && L->work && L->slice && L->arrived && L->parked && L->receivers && L->sent &&
           L->posted && L->sender && L->next_msg && L->next_thread && L->inuse && L->waiting && L->taken &&

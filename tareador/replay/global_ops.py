@@ -104,9 +104,6 @@ def _check_supported(trace: DimTrace, machine: Machine, records: np.ndarray) -> 
         raise MachineError(f"{trace.path}: global operations under the collective models of "
                            f"{machine.collectives_file} are not modelled; leave the third name of the .cfg's "
                            '"configuration files" empty (Dimemas\' default models)')
-    if machine.buses and machine.nodes > 1:
-        raise MachineError(f"{trace.path}: global operations with a limited number of inter-node buses "
-                           f"({machine.buses}) are not modelled; use 0 (unlimited) buses")
 
 
 def _fail(trace: DimTrace, record: int, why: str):
