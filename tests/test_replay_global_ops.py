@@ -111,6 +111,22 @@ def test_sub_communicator_operations_do_not_wait_for_others(tmp_path):
     assert r.task_end == [1.0, 1.0, 0.1]
 
 
+@pytest.mark.parametrize("buses, ends", [(0, [0.00101, 0.01101, 0.00202]), (1, [0.00101, 0.01104, 0.01103])])
+def test_an_operation_takes_every_bus(tmp_path, buses, ends):
+    """Three nodes, inter-node latency 1e-5 s and 100 MB/s. Task 0 pays the latency and sends
+    1 MiB to task 1 immediately (0.01 s on the bus, 1e-5 to 0.01001), then computes 1 ms (ends
+    0.00101). Tasks 1 and 2 compute 1 ms and do a Barrier (fans of no bytes: 2 x 1e-5 between
+    the nodes); task 1 then receives the message (latency 1e-5 on its CPU) and both compute
+    1 ms. With unlimited buses the Barrier runs 0.001-0.00102, task 2 ends at 0.00202 and task 1
+    waits for the message (0.01001) and ends at 0.01101. With one bus the Barrier waits for the
+    message's bus, 0.01001-0.01003: task 2 ends at 0.01103, task 1 at 0.01003 + 1e-5 + 0.001."""
+    blocks = ["1:0:0:0.000000000\n2:0:0:1:1048576:5:0:2\n1:0:0:0.001000000\n",
+              bursts_around(1, 0.001, 0.0, glop(1, 0, 1, 0, 0, 0)) + "3:1:0:0:1048576:5:0:0\n1:1:0:0.001000000\n",
+              bursts_around(2, 0.001, 0.001, glop(2, 0, 1, 0, 0, 0))]
+    machine = Machine(nodes=3, inter_latency=1e-5, inter_bandwidth=100.0, buses=buses)
+    assert run(tmp_path, blocks, machine, comms={1: (1, 2)}).task_end == pytest.approx(ends, abs=1e-15)
+
+
 def test_record_and_communicators_round_trip(tmp_path):
     blocks = ["1:0:0:0.000000000\n" + glop(0, ALLREDUCE, 3, 0, 8, 16), "1:1:0:0.000000000\n" + glop(1, ALLREDUCE, 3, 0, 8, 16, ":1")]
     path = write_dim(tmp_path / "t.dim", "t", [1, 1], blocks, {3: (1, 0)})
@@ -149,8 +165,6 @@ def test_bad_communicator_definition(tmp_path):
 
 def test_what_replay_does_not_model_is_refused(tmp_path):
     blocks = ["1:0:0:0.0\n" + glop(0, 0, 1, 0, 0, 0), "1:1:0:0.0\n" + glop(1, 0, 1, 0, 0, 0)]
-    with pytest.raises(MachineError, match="limited number of inter-node buses"):
-        run(tmp_path, blocks, Machine(nodes=2, buses=1))
     cfg = ('#DIMEMAS_CONFIGURATION\n"environment information" {"", 0, "", 2, 100.0, 0, 1};;\n'
            '"multi node information" {0, 2, "", 1, 1.0, 0.0, 0.0, 0, 0, 0, 0.0, 0, 0, 0.0};;\n'
            '"configuration files" {"", "", "collectives.cfg", ""};;\n')

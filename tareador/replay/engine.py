@@ -10,6 +10,9 @@ What the model does (read in the source of Dimemas 5.5.0 and checked against its
 - rendezvous sends (sync bit 0, and every message between two threads of one task) start their
   transfer only once a receive waits for them; an immediate send lets the sender go on meanwhile;
 - latency and bandwidth are the intra-node ones when both tasks share a node, else inter-node;
+- a global operation (record 10) blocks its members until the last arrives, takes every
+  inter-node bus where they are limited, lasts Dimemas' fan-in/fan-out time of its root's
+  bytes, then its members queue for a CPU (replay/global_ops.py has the model);
 - ready threads queue FIFO; ``cp`` (Dimemas SS_MPI_CP) orders them by the priority events 6999
   (higher value first, never-set first in LIFO order); ``rr`` slices bursts by the quantum;
 - the scheduling points are Dimemas': every burst (empty ones too) is one, a thread that sends

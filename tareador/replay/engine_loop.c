@@ -23,6 +23,10 @@
  *     burst by the quantum, and a thread that keeps its turn only gets what is left of it;
  *   - a transfer takes its out link, in link and bus in that order, holding what it got while
  *     it waits in the FIFO queue of the next one; freeing each restarts the first waiter;
+ *   - a global operation (GLOBAL_operation, close_global_communication): its members wait off
+ *     their CPUs until the last arrives; it then takes every inter-node bus (waiting in their
+ *     queue, holding what it got, where messages hold some), lasts its root's time, frees the
+ *     buses and its members queue for a CPU in arrival order, the root last;
  *   - messages match receives by key (sender, receiver, tag, communicator) when they meet, as in
  *     Dimemas, not in send order: an arriving message goes to the first receiver blocked on its
  *     key, a receive takes the first message of its key that arrived, and a rendezvous send goes
@@ -39,7 +43,10 @@
  *   per message  key, latency and transfer time in ns, rendezvous and immediate flags, by_irecv
  *                (its receive is an irecv), stages[m * STAGES ..]: the pools (links, bus) its
  *                transfer takes, -1 = none; stages is NULL when every bus and link is unlimited.
- *                A receive or wait action's value is its message (a wait's: its irecv's)
+ *                A receive or wait action's value is its message (a wait's: its irecv's), a
+ *                global operation's its record g: gop_op[g] its operation, gop_root[g] it claims
+ *                the root, gop_time[g] the operation's ns with g as root; op_size[o] members;
+ *                gop_pool the bus pool operations take whole (-1: unlimited buses)
  *   per pool     capacity
  *   outputs      pc: the first action a thread has not done (< thread_start[t + 1]: it never
  *                finished), thread_end

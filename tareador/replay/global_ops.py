@@ -29,13 +29,15 @@ for the record, model/communic.c new_global_op and input/new_configuration.c for
   one node (whether or not the communicator spans several), the inter-node latency and bandwidth
   with n = the nodes the communicator spans and the machine's buses. Under CONSTANT every fan
   costs latency + bytes / bandwidth, so even a communicator of one task pays it.
-- Resources: the operation first takes every inter-node bus of the machine (all of them, when
-  the buses are limited), for T. Links are not taken within one machine.
+- Resources: when the machine's buses are limited ("environment information" field 6), the
+  operation first takes every one of them (even on a machine of one node): those free at once,
+  and it waits in the buses' FIFO queue, holding what it got, for those messages hold; messages
+  and other operations queue behind it. It holds them for T and frees them just before its
+  members go on. Links are not taken within one machine. (engine_loop.c does this.)
 
 Not modelled, refused with one line: the non-blocking (sync 0, 2) and root-synchronised
 (sync 3, which prv2dim writes for MPI_Reduce: the members send to the root point to point)
-forms, a collective-model file, and limited inter-node buses (an operation waits for every bus
-and holds them all, which the point-to-point model's bus pools do not do).
+forms, a collective-model file, and global operations on communicator 0.
 """
 
 from __future__ import annotations
