@@ -128,7 +128,8 @@ def test_an_operation_takes_every_bus(tmp_path, buses, ends):
 
 
 def test_record_and_communicators_round_trip(tmp_path):
-    blocks = ["1:0:0:0.000000000\n" + glop(0, ALLREDUCE, 3, 0, 8, 16), "1:1:0:0.000000000\n" + glop(1, ALLREDUCE, 3, 0, 8, 16, ":1")]
+    blocks = ["1:0:0:0.000000000\n" + glop(0, ALLREDUCE, 3, 0, 8, 16),
+              "1:1:0:0.000000000\n" + glop(1, ALLREDUCE, 3, 0, 8, 16, ":1")]
     path = write_dim(tmp_path / "t.dim", "t", [1, 1], blocks, {3: (1, 0)})
     lines = path.read_text().splitlines()
     assert lines[0].endswith(":2(1,1),1") and lines[1] == "d:1:3:2:1:0"

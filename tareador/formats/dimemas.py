@@ -406,7 +406,8 @@ def _parse_chunk(data: bytes, words: np.ndarray, start: int, stop: int, row: int
     op = np.where(is_int[first_tok], value[first_tok], -1)
     ids_ok = (ntok >= 3) & is_int[np.minimum(first_tok + 1, last)] & is_int[np.minimum(first_tok + 2, last)]
     shape_ok = ((op == BURST) & (ntok == 4)) | (((op == SEND) | (op == RECV)) & ((ntok == 8) | (ntok == 9))) \
-        | ((op == EVENT) & (ntok == 5)) | ((op == NOOP) & (ntok == 3)) | ((op == GLOBAL_OP) & ((ntok == 9) | (ntok == 10)))
+        | ((op == EVENT) & (ntok == 5)) | ((op == NOOP) & (ntok == 3)) \
+        | ((op == GLOBAL_OP) & ((ntok == 9) | (ntok == 10)))
     problems = np.flatnonzero(~(ids_ok & shape_ok))
     if len(problems):
         i = int(problems[0])

@@ -74,7 +74,8 @@ def plan_global_ops(trace: DimTrace, machine: Machine, node_of_task: np.ndarray,
         members = np.array(members)
         outside = np.flatnonzero(~np.isin(task[mine], members))
         if len(outside):
-            _fail(trace, records[mine[outside[0]]], f"task {task[mine[outside[0]]]} is not a member of communicator {c}")
+            first = mine[outside[0]]
+            _fail(trace, records[first], f"task {task[first]} is not a member of communicator {c}")
         threads = np.unique(trace.gthread[records[mine]])
         if len(np.unique(task_of[threads])) < len(threads):
             _fail(trace, records[mine[0]], f"several threads of one task take part in communicator {c}'s operations")
