@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tareador.formats.dimemas import GLOBAL_OPS, DimError, read_dim, write_dim
+from tareador.formats.paraver import GROUP_COMMUNICATION
 from tareador.replay.engine import replay
 from tareador.replay.machine import Machine, MachineError, parse_cfg
 
@@ -41,6 +42,18 @@ def test_allreduce_between_two_nodes(tmp_path):
     blocks = [bursts_around(t, (1.0, 0.5)[t], 0.25, glop(t, ALLREDUCE, 1, 0, MIB, MIB, ":1")) for t in (0, 1)]
     r = run(tmp_path, blocks, Machine(nodes=2, inter_latency=1e-5, inter_bandwidth=100.0))
     assert r.task_end == [1.27002, 1.27002]
+
+
+def test_members_wait_in_group_communication_in_paraver(tmp_path):
+    """The Paraver trace of the same replay: each rank is in Paraver's state 13 (Group
+    Communication) from its arrival (rank 1 at 0.5 s, rank 0 at 1 s) to the end, 1.02002 s."""
+    blocks = [bursts_around(t, (1.0, 0.5)[t], 0.25, glop(t, ALLREDUCE, 1, 0, MIB, MIB)) for t in (0, 1)]
+    trace = read_dim(write_dim(tmp_path / "t.dim", "t", [1, 1], blocks, {1: (0, 1)}))
+    states = replay(trace, Machine(nodes=2, inter_latency=1e-5, inter_bandwidth=100.0), record=True).paraver.states
+    group = states["state"] == GROUP_COMMUNICATION
+    assert sorted(zip(states["thread"][group].tolist(), states["begin"][group].tolist(),
+                      states["end"][group].tolist())) == [(0, 1_000_000_000, 1_020_020_000),
+                                                          (1, 500_000_000, 1_020_020_000)]
 
 
 def test_allreduce_within_a_node_pays_no_inter_node_part(tmp_path):

@@ -38,8 +38,8 @@ import numpy as np
 
 from tareador.formats.dimemas import (BURST, EVENT, GLOBAL_OP, RECV, SEND, SYNC_IMMEDIATE, SYNC_RENDEZVOUS, DimError,
                                       DimTrace)
-from tareador.formats.paraver import (PRIORITY_EVENT, RUNNING, TASK_EVENT, WAITING_CPU, WAITING_MESSAGE, ParaverRun,
-                                      nanoseconds, pcf_value_labels, task_event_labels)
+from tareador.formats.paraver import (GROUP_COMMUNICATION, PRIORITY_EVENT, RUNNING, TASK_EVENT, WAITING_CPU,
+                                      WAITING_MESSAGE, ParaverRun, nanoseconds, pcf_value_labels, task_event_labels)
 from tareador.native import build, compiler
 from tareador.replay.dag import sorted_unique
 from tareador.replay.global_ops import plan_global_ops
@@ -335,7 +335,7 @@ _GLOBAL_ARRAYS = (("gop_op", np.int32), ("gop_root", np.bool_), ("gop_time", np.
 class _PlanStruct(ctypes.Structure):
     _fields_ = ([(name, ctypes.c_int64) for name in _SCALARS] + [("quantum", ctypes.c_double)]
                 + [(name, ctypes.c_void_p) for name, _ in _PLAN_ARRAYS + _OUTPUTS + _RECORDED]
-                + [("nops", ctypes.c_int64), ("gop_pool", ctypes.c_int64)]
+                + [("nops", ctypes.c_int64), ("gop_pool", ctypes.c_int64), ("group_communication", ctypes.c_int64)]
                 + [(name, ctypes.c_void_p) for name, _ in _GLOBAL_ARRAYS])
 
 
@@ -356,7 +356,8 @@ def _plan_struct(p: _Plan, machine: Machine, arrays: dict, record: bool) -> _Pla
                    nnodes=int(p.node.max(initial=0)) + 1, cores=p.cpus, npools=len(p.capacity),
                    policy=POLICIES[machine.policy or "fifo"], record=int(record), running=RUNNING,
                    waiting_cpu=WAITING_CPU, waiting_message=WAITING_MESSAGE, nops=len(p.op_size),
-                   gop_pool=len(p.capacity) - 1 if machine.buses else -1)  # _resources puts it last
+                   gop_pool=len(p.capacity) - 1 if machine.buses else -1,  # _resources puts it last
+                   group_communication=GROUP_COMMUNICATION)
     pointers = {name: None if a is None else a.ctypes.data for name, a in arrays.items()}
     return _PlanStruct(**scalars, quantum=machine.quantum * NS, **pointers)
 

@@ -93,6 +93,7 @@ struct plan {
     int64_t *sthread, *scpu, *rthread, *rcpu;
     int64_t nops;              /* global operations (replay/global_ops.py) */
     int64_t gop_pool;          /* the inter-node bus pool every operation takes whole, -1: unlimited */
+    int64_t group_communication; /* Paraver state of a member in a global operation */
     const int32_t *gop_op;     /* per global-operation record: its operation */
     const uint8_t *gop_root;   /* it claims the root */
     const double *gop_time;    /* ns its operation takes when it is the root */
@@ -644,7 +645,8 @@ static void do_global(struct loop *L, int32_t t, int64_t i)
 
 static void leave_global(struct loop *L, int32_t w)
 {
-    wake_state(L, w);
+    if (L->p.record)
+        state(L, w, -1, L->blocked[w], L->now, L->p.group_communication);
     if (++L->p.pc[w] == end_of(L, w)) {
         finish(L, w);
         return;
