@@ -178,7 +178,7 @@ def test_allreduce_by_recursive_doubling_leaves_when_the_last_enters(tmp_path, r
     e = [100 * (r * 7 % ranks) + 10 for r in range(ranks)]
     z = [50 * (r + 1) for r in range(ranks)]
     make_run(tmp_path, [[call("MPI_Allreduce", size=8, at=e[r]), call("MPI_Finalize", at=e[r] + z[r])]
-                        for r in range(ranks)])
+                        for r in range(ranks)], collectives="p2p")
     assert makespan(tmp_path) == pytest.approx((max(e) + max(z)) / IPS, abs=1e-12)
 
 
@@ -193,6 +193,10 @@ def test_split_communicators_are_told_apart(tmp_path):
     run = make_run(tmp_path, ranks, comms=comms)
     assert [(c.comm, c.members) for c in run.matching.collectives] == [(2, (0, 2)), (4, (1, 3))]
     assert [(m.src, m.dst) for m in run.messages] == [(0, 2), (1, 3)]
+    # the two halves' Allreduces are global operations on Dimemas communicators 3 and 5
+    dim = (tmp_path / "authentic.dim").read_text().splitlines()
+    assert dim[1:3] == ["d:1:3:2:0:2", "d:1:5:2:1:3"]
+    assert [line.split(":")[4] for line in dim if line.startswith("10:")] == ["3", "5", "3", "5"]
     assert run.summary["unmatched_collectives"] == [] and run.summary["warnings"] == []
 
 
