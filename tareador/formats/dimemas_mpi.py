@@ -17,7 +17,8 @@ others b, 0 and root 0, b; Allreduce, Scan, Exscan (written as MPI_Scan, Dimemas
 and Reduce_scatter b, b; Gather(v) b, 0 and root b, sum b; Scatter(v) (the root's b is what it
 scatters) root b, b / p and others 0, b / p; Allgather(v) b, sum b; Alltoall(v) b, sum b / p.
 The root field is 1 on the root's record (Bcast, Gather, Scatter), the root's task on every
-record of a Reduce (what Dimemas reads there), else 0. prv2dim writes MPI_Reduce in its
+record of a Reduce (what Dimemas reads there), else 0. Dimemas times these sizes as C ints:
+larger ones are written as 2^31 - 1. prv2dim writes MPI_Reduce in its
 root-synchronised form (3); the blocking form is written here, which replay models.
 ``collectives="p2p"`` writes each collective as the point-to-point messages of a named algorithm
 instead (formats/collectives.py), on a communicator of their own: c + the number of
@@ -34,8 +35,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tareador.formats import collectives
-from tareador.formats.dimemas import (GLOBAL_OP, GLOBAL_OPS, GLOP_SYNC, RECV, SEND, SYNC_IMMEDIATE, SYNC_RENDEZVOUS,
-                                      write_dim, write_task_labels)
+from tareador.formats.dimemas import (GLOBAL_OP, GLOBAL_OPS, GLOP_SYNC, INT_MAX, RECV, SEND, SYNC_IMMEDIATE,
+                                      SYNC_RENDEZVOUS, write_dim, write_task_labels)
 from tareador.formats.paraver import TASK_EVENT, task_type_values
 from tareador.taskgraph import mpi
 from tareador.taskgraph.matching import Matching
@@ -114,7 +115,7 @@ def _global_operations(matching: Matching) -> dict[tuple[int, int], str]:
         root = op.members.index(op.root) if op.root >= 0 else -1
         sizes = [max(c.bytes, 0) for c in op.calls]
         for i, (rank, call) in enumerate(zip(op.members, op.calls)):
-            sent, received = _bytes(name, sizes, i, root)
+            sent, received = (min(n, INT_MAX) for n in _bytes(name, sizes, i, root))
             root_field = op.root if name == "MPI_Reduce" else int(i == root)
             records[rank, call.seq] = (f"{GLOBAL_OP}:{rank}:0:{glop}:{op.comm + 1}:{root_field}:0:{sent}:{received}:"
                                        f"{GLOP_SYNC}\n")
