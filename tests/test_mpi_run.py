@@ -171,6 +171,16 @@ def test_collective_as_a_global_operation(tmp_path):
     assert makespan(tmp_path, 1e-5, 100.0) == pytest.approx((700 + 20305.17578125 + 1000) / IPS, abs=1e-15)
 
 
+def test_global_operation_sizes_fit_a_c_int(tmp_path):
+    """Dimemas times a global operation's sizes as C ints: a 3 GiB Allreduce is written with
+    2^31 - 1 bytes each way, and the trace replays."""
+    make_run(tmp_path, [[call("MPI_Allreduce", size=3 << 30, at=10)] for _ in range(2)])
+    dim = (tmp_path / "authentic.dim").read_text().splitlines()
+    assert [line for line in dim if line.startswith("10:")] == [f"10:{r}:0:11:1:0:0:2147483647:2147483647:1"
+                                                                 for r in (0, 1)]
+    assert makespan(tmp_path) == 10 / IPS
+
+
 @pytest.mark.parametrize("ranks", [2, 3, 5])
 def test_allreduce_by_recursive_doubling_leaves_when_the_last_enters(tmp_path, ranks):
     """However the ranks fold in (3 and 5 are not powers of two), no rank leaves an Allreduce
