@@ -16,22 +16,32 @@ def register(subparsers) -> None:
         epilog="example:\n  tareador postprocess run.tareador",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_dir", metavar="DIR", help="the directory given to 'tareador trace --mpi -o'")
+    add_collectives_option(p)
     p.set_defaults(func=run)
+
+
+def add_collectives_option(p) -> None:
+    p.add_argument("--collectives", choices=["dimemas", "p2p"], default="dimemas",
+                   help="how authentic.dim writes collectives: as Dimemas global operations (default), or as the "
+                        "point-to-point messages of a named algorithm (binomial tree, recursive doubling, ...) for "
+                        "networks without collective support")
 
 
 def run(args) -> int:
     from tareador.render.summary import format_run_summary
 
-    result = postprocess(args.run_dir)
+    result = postprocess(args.run_dir, collectives=args.collectives)
     print(format_run_summary(result.summary, {"run directory": args.run_dir}))
     return 1 if result.summary["partial"] else 0
 
 
-def postprocess(directory: str | Path, ending: str | None = None):
-    """The run's files, then its authentic Dimemas trace; returns the MpiRun."""
+def postprocess(directory: str | Path, ending: str | None = None, collectives: str = "dimemas"):
+    """The run's files, then its authentic Dimemas trace (collectives written as ``collectives``,
+    see formats/dimemas_mpi.py); returns the MpiRun."""
     from tareador.formats.dimemas_mpi import write_mpi_authentic
     from tareador.taskgraph.mpi import build_run
 
     result = build_run(directory, ending)
-    write_mpi_authentic(Path(directory) / "authentic.dim", result.ranks, result.calls_by_rank, result.matching)
+    write_mpi_authentic(Path(directory) / "authentic.dim", result.ranks, result.calls_by_rank, result.matching,
+                        collectives=collectives)
     return result

@@ -20,11 +20,11 @@ from tareador.files import output_file, printable, write_text
 TASK_EVENT = 7003  # Tareador's "running task" event: value = task type, 0 = none
 PRIORITY_EVENT = 6999  # Dimemas' scheduling priority (SS_MPI_CP): 1/value, 0 = top priority
 DEP_TAG = 8002  # tag of the messages that carry task dependencies
-RUNNING, WAITING_MESSAGE, WAITING_CPU = 1, 3, 5
+RUNNING, WAITING_MESSAGE, WAITING_CPU, GROUP_COMMUNICATION = 1, 3, 5, 13
 CONTEXT_SWITCH = 6  # the number Dimemas writes a context switch with (its "Test/Probe")
 STATES = {0: ("Idle", (117, 195, 255)), RUNNING: ("Running", (0, 0, 255)),
           WAITING_MESSAGE: ("Waiting a message", (255, 0, 0)), WAITING_CPU: ("Waiting a CPU", (255, 150, 0)),
-          CONTEXT_SWITCH: ("Context switch", (255, 255, 0))}
+          CONTEXT_SWITCH: ("Context switch", (255, 255, 0)), GROUP_COMMUNICATION: ("Group Communication", (255, 144, 26))}
 
 
 def task_type_values(names) -> dict[str, int]:

@@ -12,6 +12,9 @@ What the model does (read in the source of Dimemas 5.5.0 and checked against its
 - rendezvous sends (sync bit 0, and every message between two threads of one task) start their
   transfer only once a receive waits for them; an immediate send lets the sender go on meanwhile;
 - latency and bandwidth are the intra-node ones when both tasks share a node, else inter-node;
+- a global operation (record 10) blocks its members until the last arrives, takes every
+  inter-node bus where they are limited, lasts Dimemas' fan-in/fan-out time of its root's
+  bytes, then its members queue for a CPU (replay/global_ops.py has the model);
 - ready threads queue FIFO; ``cp`` (Dimemas SS_MPI_CP) orders them by the priority events 6999
   (higher value first, never-set first in LIFO order); ``rr`` slices bursts by the quantum;
 - the scheduling points are Dimemas': every burst (empty ones too) is one, a thread that sends
@@ -35,14 +38,16 @@ from pathlib import Path
 
 import numpy as np
 
-from tareador.formats.dimemas import BURST, EVENT, RECV, SEND, SYNC_IMMEDIATE, SYNC_RENDEZVOUS, DimError, DimTrace
-from tareador.formats.paraver import (CONTEXT_SWITCH, PRIORITY_EVENT, RUNNING, TASK_EVENT, WAITING_CPU,
+from tareador.formats.dimemas import (BURST, EVENT, GLOBAL_OP, RECV, SEND, SYNC_IMMEDIATE, SYNC_RENDEZVOUS, DimError,
+                                      DimTrace)
+from tareador.formats.paraver import (CONTEXT_SWITCH, GROUP_COMMUNICATION, PRIORITY_EVENT, RUNNING, TASK_EVENT, WAITING_CPU,
                                       WAITING_MESSAGE, ParaverRun, nanoseconds, pcf_value_labels, task_event_labels)
 from tareador.native import build, compiler
 from tareador.replay.dag import sorted_unique
+from tareador.replay.global_ops import plan_global_ops
 from tareador.replay.machine import MB, Machine, MachineError
 
-A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT = range(6)  # enum action in engine_loop.c
+A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT, A_GLOBAL = range(7)  # enum action in engine_loop.c
 POLICIES = {"fifo": 0, "cp": 1, "rr": 2}  # enum policy in engine_loop.c
 LOOP_NOMEM, LOOP_DONE = -1, 0  # enum status in engine_loop.c
 NET_DEST_FIRST, NET_STEALS = 1, 2  # message flags in engine_network.h
@@ -89,6 +94,10 @@ class _Plan:
     size: np.ndarray
     tag: np.ndarray
     network: dict[str, np.ndarray] | None  # engine_network.h's struct network_plan arrays; None: all unlimited
+    gop_op: np.ndarray  # per global-operation record (an A_GLOBAL action's value), its operation
+    gop_root: np.ndarray  # it claims the root
+    gop_time: np.ndarray  # ns its operation takes when it is the root (replay/global_ops.py)
+    op_size: np.ndarray  # per global operation, its members
 
 
 def _match(first_keys: list[np.ndarray], second_keys: list[np.ndarray], first: np.ndarray, second: np.ndarray,
@@ -167,17 +176,21 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
     by_irecv = np.zeros(len(sends), bool)
     by_irecv[msg[recvs]] = mode[recvs] == 1
 
-    # Actions: every burst (an empty one is a scheduling point too), send and receive, and one per
-    # run of consecutive events: what events change is only whether a thread's next action is a
-    # burst, and the priority the run leaves set.
+    glops = np.flatnonzero(op == GLOBAL_OP)
+    msg[glops] = np.arange(len(glops))
+    gop_op, gop_root, gop_time, op_size = plan_global_ops(trace, machine, node_of_task, glops)
+
+    # Actions: every burst (an empty one is a scheduling point too), send, receive and global
+    # operation, and one per run of consecutive events: what events change is only whether a
+    # thread's next action is a burst, and the priority the run leaves set.
     events = np.flatnonzero(op == EVENT)
     run_start = _event_runs(events, g)
-    keep = (op == BURST) | (op == SEND) | (op == RECV)
+    keep = (op == BURST) | (op == SEND) | (op == RECV) | (op == GLOBAL_OP)
     keep[events[run_start]] = True
     record = np.flatnonzero(keep)
     kind = np.select([op[record] == BURST, op[record] == SEND, (op[record] == RECV) & (mode[record] == 0),
-                      (op[record] == RECV) & (mode[record] == 1), op[record] == RECV],
-                     [A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT], A_EVENT)
+                      (op[record] == RECV) & (mode[record] == 1), op[record] == RECV, op[record] == GLOBAL_OP],
+                     [A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_GLOBAL], A_EVENT)
     value = np.where(kind == A_BURST, trace.secs[record] * NS / machine.relative_speed, msg[record].astype(float))
     value[kind == A_EVENT] = _run_priorities(trace, machine, events, run_start)
     thread_start = np.searchsorted(g[record], np.arange(len(trace.thread_start)))
@@ -194,7 +207,7 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
     ns_per_byte = np.divide(NS / MB, bandwidth, out=np.zeros(len(sends)), where=bandwidth > 0)
     size = trace.size[sends]
     transfer = ns_per_byte * size
-    _check_durations(trace, machine, kind, value, latency, transfer)
+    _check_durations(trace, machine, kind, value, latency, np.concatenate([transfer, gop_time]))
     network = _network(machine, ntasks, node_of_task, src_task, dest_task, same_node)
     node = node_of_task[task_of].astype(np.int32)
     busiest = int(np.bincount(node).max(initial=1))  # threads of the node with most
@@ -202,7 +215,7 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
                  cpus=min(machine.cores_per_node, busiest), key=send_key, nkeys=int(send_key.max(initial=-1)) + 1,
                  latency=latency, transfer=transfer, rendezvous=((mode[sends] & SYNC_RENDEZVOUS) > 0) | other_thread,
                  immediate=(mode[sends] & SYNC_IMMEDIATE) > 0, by_irecv=by_irecv, size=size, tag=trace.tag[sends],
-                 network=network)
+                 network=network, gop_op=gop_op, gop_root=gop_root, gop_time=gop_time, op_size=op_size)
 
 
 def _check_durations(trace: DimTrace, machine: Machine, kind, value, latency, transfer) -> None:
@@ -330,6 +343,7 @@ _OUTPUTS = (("pc", np.int64), ("thread_end", np.float64))
 _RECORDED = (("reach", np.float64), ("lsend", np.float64), ("psend", np.float64), ("lrecv", np.float64),
              ("precv", np.float64), ("sthread", np.int64), ("scpu", np.int64), ("rthread", np.int64),
              ("rcpu", np.int64))
+_GLOBAL_ARRAYS = (("gop_op", np.int32), ("gop_root", np.bool_), ("gop_time", np.float64), ("op_size", np.int32))
 _NETWORK_ARRAYS = (("src", np.int32), ("dst", np.int32), ("bus", np.int32), ("flags", np.uint8),
                    ("out_cap", np.int64), ("in_cap", np.int64), ("bus_cap", np.int64), ("hd", np.uint8))
 
@@ -343,13 +357,15 @@ class _PlanStruct(ctypes.Structure):
     _fields_ = ([(name, ctypes.c_int64) for name in _SCALARS]
                 + [("quantum", ctypes.c_double), ("context_switch", ctypes.c_double)]
                 + [(name, ctypes.c_void_p) for name, _ in _PLAN_ARRAYS + _OUTPUTS + _RECORDED]
+                + [("nops", ctypes.c_int64), ("gop_pool", ctypes.c_int64), ("group_communication", ctypes.c_int64)]
+                + [(name, ctypes.c_void_p) for name, _ in _GLOBAL_ARRAYS]
                 + [("net", _NetworkPlan)])
 
 
 def _loop_arrays(p: _Plan, record: bool) -> dict[str, np.ndarray | None]:
     """The plan's arrays as the loop reads them, and zeroed arrays for it to write into."""
     nthreads, nactions, nmsg = len(p.thread_start) - 1, len(p.kind), len(p.latency)
-    arrays = {name: np.ascontiguousarray(getattr(p, name), dtype) for name, dtype in _PLAN_ARRAYS}
+    arrays = {name: np.ascontiguousarray(getattr(p, name), dtype) for name, dtype in _PLAN_ARRAYS + _GLOBAL_ARRAYS}
     arrays |= {name: np.zeros(nthreads, dtype) for name, dtype in _OUTPUTS}
     arrays |= {name: np.zeros(nactions if name == "reach" else nmsg, dtype) if record else None
                for name, dtype in _RECORDED}
@@ -363,7 +379,9 @@ def _plan_struct(p: _Plan, machine: Machine, arrays: dict, record: bool) -> _Pla
     scalars = dict(nthreads=len(p.thread_start) - 1, nmsg=len(p.latency), nkeys=p.nkeys,
                    nnodes=int(p.node.max(initial=0)) + 1, cores=p.cpus, policy=POLICIES[machine.policy or "fifo"],
                    record=int(record), running=RUNNING, waiting_cpu=WAITING_CPU, waiting_message=WAITING_MESSAGE,
-                   switching=CONTEXT_SWITCH)
+                   switching=CONTEXT_SWITCH, nops=len(p.op_size),
+                   gop_pool=machine.nodes if machine.buses else -1,  # _network puts the inter-node bus last
+                   group_communication=GROUP_COMMUNICATION)
     pointers = {name: None if a is None else a.ctypes.data for name, a in arrays.items()}
     net = {name[4:]: pointers.pop(name) for name in list(pointers) if name.startswith("net_")}
     sizes = {} if p.network is None else {"nports": len(p.network["out_cap"]), "nbuses": len(p.network["bus_cap"])}

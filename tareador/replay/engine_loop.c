@@ -26,6 +26,10 @@
  *     runs its burst (under rr: a new quantum's slice, since the switch was a timer too);
  *   - a transfer takes its links and bus as engine_network.c describes, waiting in their FIFO
  *     queues for what it cannot get yet;
+ *   - a global operation (GLOBAL_operation, close_global_communication): its members wait off
+ *     their CPUs until the last arrives; it then takes every inter-node bus (waiting in their
+ *     queue, holding what it got, where messages hold some), lasts its root's time, frees the
+ *     buses and its members queue for a CPU in arrival order, the root last;
  *   - messages match receives by key (sender, receiver, tag, communicator) when they meet, as in
  *     Dimemas, not in send order: an arriving message goes to the first receiver blocked on its
  *     key, a receive takes the first message of its key that arrived, and a rendezvous send goes
@@ -42,7 +46,10 @@
  *   per message  key, latency and transfer time in ns, rendezvous and immediate flags, by_irecv
  *                (its receive is an irecv); net: its links and bus (engine_network.h), whose
  *                arrays are NULL when every bus and link is unlimited.
- *                A receive or wait action's value is its message (a wait's: its irecv's)
+ *                A receive or wait action's value is its message (a wait's: its irecv's), a
+ *                global operation's its record g: gop_op[g] its operation, gop_root[g] it claims
+ *                the root, gop_time[g] the operation's ns with g as root; op_size[o] members;
+ *                gop_pool the bus pool (of net) operations take whole (-1: unlimited buses)
  *   outputs      pc: the first action a thread has not done (< thread_start[t + 1]: it never
  *                finished), thread_end
  *   recorder     NULL unless record: reach time of each action; per message the logical and
@@ -64,7 +71,7 @@
 
 #include "engine_network.h"
 
-enum action { A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT }; /* as in engine.py */
+enum action { A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT, A_GLOBAL }; /* as in engine.py */
 enum policy { FIFO, CP, RR };                                        /* as in engine.py */
 enum status { LOOP_NOMEM = -1, LOOP_DONE, LOOP_PAUSED };           /* as in engine.py */
 enum { PARKED_IMMEDIATE = -1 };                  /* sender[m] of a parked message, else its blocked thread */
@@ -85,6 +92,13 @@ struct plan {
     double *thread_end;
     double *reach, *lsend, *psend, *lrecv, *precv;
     int64_t *sthread, *scpu, *rthread, *rcpu;
+    int64_t nops;              /* global operations (replay/global_ops.py) */
+    int64_t gop_pool;          /* the inter-node bus pool every operation takes whole, -1: unlimited */
+    int64_t group_communication; /* Paraver state of a member in a global operation */
+    const int32_t *gop_op;     /* per global-operation record: its operation */
+    const uint8_t *gop_root;   /* it claims the root */
+    const double *gop_time;    /* ns its operation takes when it is the root */
+    const int32_t *op_size;    /* per operation: its members */
     struct network_plan net;
 };
 
@@ -112,7 +126,8 @@ struct loop {
     double now;
     int64_t order, finished;
     struct vec events;   /* item: thread (its burst ends), nthreads + 2m (message m frees its
-                            pools), nthreads + 2m + 1 (message m arrives) */
+                            pools), nthreads + 2m + 1 (message m arrives), nthreads + 2 nmsg + o
+                            (global operation o ends) */
     struct vec *ready;   /* per node: threads waiting for a CPU */
     uint64_t *free_cpus; /* per node, words bits: its free cores */
     int64_t words;
@@ -137,6 +152,10 @@ struct loop {
     double *blocked, *queued; /* recorder: since when a thread waits for a message, a CPU */
     double *posted_at;   /* recorder: per message, when its receive was reached */
     struct vec states;   /* recorder: STATE_FIELDS doubles per state */
+    int32_t *op_arrived; /* per global operation: members arrived */
+    int32_t *op_root;    /* its root's record (-1: none yet) and thread */
+    int32_t *op_root_thread;
+    struct queue *op_members; /* the members arrived, in order */
 };
 
 /* Room for one more element at the end of v; out of memory, loop_run returns LOOP_NOMEM. */
@@ -406,9 +425,17 @@ static void transfer(struct loop *L, int64_t m)
     push_event(L, L->now + p->transfer[m], p->nthreads + 2 * m + 1);
 }
 
-static void retry_transfer(void *L, int64_t m)
+static void begin_global(struct loop *L, int64_t o);
+
+/* A link or bus freed for x: a transfer (x < nmsg) tries again, a global operation (nmsg + o)
+ * that now holds every bus begins. */
+static void retry(void *ctx, int64_t x)
 {
-    transfer(L, m);
+    struct loop *L = ctx;
+    if (x < L->p.nmsg)
+        transfer(L, x);
+    else
+        begin_global(L, x - L->p.nmsg);
 }
 
 /* Recorder: thread w takes message got in the receive or wait whose own message is m. */
@@ -536,6 +563,74 @@ static void do_receive(struct loop *L, int32_t t, int64_t i, int64_t m, int k)
     }
 }
 
+/* start_global_op: the operation takes its root's time, then frees the buses and ends. */
+static void begin_global(struct loop *L, int64_t o)
+{
+    const struct plan *p = &L->p;
+    push_event(L, L->now + p->gop_time[L->op_root[o]], p->nthreads + 2 * p->nmsg + o);
+}
+
+/* global_op_get_all_buses: with limited buses, the operation takes every bus of the network:
+ * those free now, and it waits in the buses' queue (holding them) for the others. */
+static void take_all_buses(struct loop *L, int64_t o)
+{
+    if (L->p.gop_pool < 0 || network_take_all_buses(L->net, (int32_t)L->p.gop_pool, o))
+        begin_global(L, o);
+}
+
+/* free_global_communication_resources: the buses go to their queue's waiters in order. */
+static void free_all_buses(struct loop *L, int64_t o)
+{
+    if (L->p.gop_pool >= 0)
+        network_free_all_buses(L->net, (int32_t)L->p.gop_pool, o, retry, L);
+}
+
+/* GLOBAL_operation (blocking): t waits off its CPU until every member arrived; the last one
+ * starts the operation, which takes its root's time: the member that claims the root (the last
+ * such), else the last to arrive. No startup is paid (global_ops.py). */
+static void do_global(struct loop *L, int32_t t, int64_t i)
+{
+    const struct plan *p = &L->p;
+    int64_t g = (int64_t)p->value[i];
+    int32_t o = p->gop_op[g];
+    reached(L, t, i);
+    enqueue(L->next_thread, &L->op_members[o], t);
+    block(L, t);
+    int last = ++L->op_arrived[o] == p->op_size[o];
+    if (p->gop_root[g] || (last && L->op_root[o] < 0)) {
+        L->op_root[o] = (int32_t)g;
+        L->op_root_thread[o] = t;
+    }
+    if (last)
+        take_all_buses(L, o);
+}
+
+static void leave_global(struct loop *L, int32_t w)
+{
+    if (L->p.record)
+        state(L, w, -1, L->blocked[w], L->now, L->p.group_communication);
+    if (++L->p.pc[w] == end_of(L, w)) {
+        finish(L, w);
+        return;
+    }
+    L->loose[w] = 1;
+    to_ready(L, w);
+}
+
+/* close_global_communication: the members queue for a CPU in the order they arrived, the root
+ * last (the communicator's queue after the root went to take the buses and came back). */
+static void close_global(struct loop *L, int64_t o)
+{
+    int32_t root = L->op_root_thread[o];
+    free_all_buses(L, o);
+    while (L->op_members[o].head >= 0) {
+        int32_t w = dequeue(L->next_thread, &L->op_members[o]);
+        if (w != root)
+            leave_global(L, w);
+    }
+    leave_global(L, root);
+}
+
 /* SCHEDULER_general's next_op: t, off its CPU, does actions until one takes time or blocks. */
 static void run_actions(struct loop *L, int32_t t)
 {
@@ -552,6 +647,10 @@ static void run_actions(struct loop *L, int32_t t)
             return;
         }
         int k = p->kind[i];
+        if (k == A_GLOBAL) {
+            do_global(L, t, i);
+            return;
+        }
         if (k != A_EVENT) {
             int64_t m = (int64_t)p->value[i];
             if (k == A_SEND)
@@ -595,9 +694,10 @@ void loop_free(struct loop *L)
     for (int64_t n = 0; L->ready && n < L->p.nnodes; n++)
         free(L->ready[n].data);
     void *arrays[] = {L->ready, L->free_cpus, L->nfree, L->context, L->cpu_of, L->priority, L->loose, L->paying,
-                      L->paid, L->switching, L->work, L->slice, L->arrived, L->parked, L->receivers, L->sent, L->posted,
-                      L->sender, L->next_msg, L->next_thread, L->dirty,
-                      L->reload.data, L->blocked, L->queued, L->posted_at, L->states.data};
+                      L->paid, L->switching, L->work, L->slice, L->arrived, L->parked, L->receivers, L->sent,
+                      L->posted, L->sender, L->next_msg, L->next_thread, L->dirty, L->reload.data, L->blocked,
+                      L->queued, L->posted_at, L->states.data, L->op_arrived, L->op_root, L->op_root_thread,
+                      L->op_members};
     for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
         free(arrays[k]);
     free(L);
@@ -637,14 +737,19 @@ struct loop *loop_new(const struct plan *p)
     L->sender = zeros(M, sizeof *L->sender);
     L->next_msg = zeros(M, sizeof *L->next_msg);
     L->next_thread = zeros(T, sizeof *L->next_thread);
-    L->net = p->net.flags ? network_new(&p->net, M) : NULL;
+    L->net = p->net.flags ? network_new(&p->net, M, p->nops) : NULL;
     L->dirty = zeros(N, sizeof *L->dirty);
     L->blocked = zeros(p->record ? T : 0, sizeof *L->blocked);
     L->queued = zeros(p->record ? T : 0, sizeof *L->queued);
     L->posted_at = zeros(p->record ? M : 0, sizeof *L->posted_at);
-    if (!(L->ready && L->free_cpus && L->nfree && L->context && L->cpu_of && L->priority && L->loose &&
-          L->paying && L->paid && L->switching && L->work && L->slice && L->arrived && L->parked && L->receivers && L->sent &&
-          L->posted && L->sender && L->next_msg && L->next_thread && (L->net || !p->net.flags) &&
+    L->op_arrived = zeros(p->nops, sizeof *L->op_arrived);
+    L->op_root = zeros(p->nops, sizeof *L->op_root);
+    L->op_root_thread = zeros(p->nops, sizeof *L->op_root_thread);
+    L->op_members = zeros(p->nops, sizeof *L->op_members);
+    if (!(L->op_arrived && L->op_root && L->op_root_thread && L->op_members &&
+          L->ready && L->free_cpus && L->nfree && L->context && L->cpu_of && L->priority && L->loose &&
+          L->paying && L->paid && L->switching && L->work && L->slice && L->arrived && L->parked && L->receivers &&
+          L->sent && L->posted && L->sender && L->next_msg && L->next_thread && (L->net || !p->net.flags) &&
           L->dirty && L->blocked && L->queued && L->posted_at)) {
         loop_free(L);
         return NULL;
@@ -662,6 +767,10 @@ struct loop *loop_new(const struct plan *p)
     for (int64_t k = 0; k < K; k++)
         L->arrived[k].head = L->arrived[k].tail = L->parked[k].head = L->parked[k].tail = L->receivers[k].head =
             L->receivers[k].tail = -1;
+    for (int64_t o = 0; o < p->nops; o++) {
+        L->op_root[o] = -1;
+        L->op_members[o].head = L->op_members[o].tail = -1;
+    }
     return L;
 }
 
@@ -701,10 +810,12 @@ int loop_run(struct loop *L, int64_t pause_at, int64_t max_events)
         L->now = e.major;
         if (e.item < p->nthreads)
             burst_ends(L, (int32_t)e.item);
+        else if (e.item >= p->nthreads + 2 * p->nmsg)
+            close_global(L, e.item - p->nthreads - 2 * p->nmsg);
         else if ((e.item - p->nthreads) % 2)
             arrive(L, (e.item - p->nthreads) / 2);
         else
-            network_release(L->net, (e.item - p->nthreads) / 2, retry_transfer, L);
+            network_release(L->net, (e.item - p->nthreads) / 2, retry, L);
         reload(L);
     }
 }

@@ -14,11 +14,14 @@
  *     of the out-link queue;
  *   - when a transfer ends it frees its out link, its in link, then its bus; a freed link of a
  *     half-duplex port first retries the first message waiting for the other direction, then
- *     the first waiting for the same direction; a freed bus retries its first waiter.
+ *     the first waiting for the same direction; a freed bus retries its first waiter;
+ *   - a global operation takes every bus of the network, those free and, waiting in the bus
+ *     queue, those freed later, until it holds them all (communic.c global_op_get_all_buses).
  *
  * Queues and the list of out links held per node (in the order they were taken, which decides
  * whose link is borrowed) are lists linked through per-message arrays: a message waits in at
- * most one queue and holds at most one out link.
+ * most one queue and holds at most one out link; global operations wait in bus queues as items
+ * nmsg + o.
  */
 
 #include "engine_network.h"
@@ -33,13 +36,15 @@ struct list {
 
 struct network {
     struct network_plan p;
+    int64_t nmsg;
     uint8_t *held;                /* per message: HOLD_* */
-    int32_t *prev, *next;         /* per message: its place in the queue it waits in */
+    int32_t *prev, *next;         /* per message, then per operation: its place in the queue it waits in */
     int32_t *oprev, *onext;       /* per message: its place in its source node's list of out links */
     int64_t *out_used, *in_used;  /* per port */
     struct list *out_wait, *in_wait, *owners; /* per port */
     int64_t *bus_used;            /* per bus */
     struct list *bus_wait;
+    int64_t *op_buses;            /* per global operation: the buses it holds while it waits */
 };
 
 static void push(int32_t *prev, int32_t *next, struct list *l, int32_t x, int front)
@@ -107,9 +112,9 @@ static int take(struct network *net, int32_t e, int out)
     return 1;
 }
 
-static void wait_for(struct network *net, struct list *l, int64_t m, int front)
+static void wait_for(struct network *net, struct list *l, int64_t x, int front)
 {
-    push(net->prev, net->next, l, (int32_t)m, front);
+    push(net->prev, net->next, l, (int32_t)x, front);
 }
 
 /* Within a node (LINKS_get_mem_links): out link then in link, or in first (see above). */
@@ -232,6 +237,21 @@ static void free_link(struct network *net, int64_t m, int out, void (*retry)(voi
     retry_first(net, same, retry, ctx);
 }
 
+/* The first waiter of bus pool b gets what is free: a transfer tries again, a global operation
+ * adds the free buses to those it holds and goes once it holds them all. */
+static void serve_bus(struct network *net, int32_t b, void (*retry)(void *, int64_t), void *ctx)
+{
+    int32_t x = net->bus_wait[b].head;
+    if (x < net->nmsg) {
+        retry_first(net, &net->bus_wait[b], retry, ctx);
+        return;
+    }
+    net->op_buses[x - net->nmsg] += net->p.bus_cap[b] - net->bus_used[b];
+    net->bus_used[b] = net->p.bus_cap[b];
+    if (net->op_buses[x - net->nmsg] == net->p.bus_cap[b])
+        retry_first(net, &net->bus_wait[b], retry, ctx);
+}
+
 void network_release(struct network *net, int64_t m, void (*retry)(void *, int64_t), void *ctx)
 {
     uint8_t held = net->held[m];
@@ -242,16 +262,36 @@ void network_release(struct network *net, int64_t m, void (*retry)(void *, int64
         free_link(net, m, 0, retry, ctx);
     if (held & HOLD_BUS) {
         net->bus_used[net->p.bus[m]]--;
-        retry_first(net, &net->bus_wait[net->p.bus[m]], retry, ctx);
+        serve_bus(net, net->p.bus[m], retry, ctx);
     }
+}
+
+int network_take_all_buses(struct network *net, int32_t b, int64_t o)
+{
+    int64_t free = net->p.bus_cap[b] - net->bus_used[b];
+    net->bus_used[b] = net->p.bus_cap[b];
+    if (free == net->p.bus_cap[b])
+        return 1;
+    net->op_buses[o] = free;
+    wait_for(net, &net->bus_wait[b], net->nmsg + o, 0);
+    return 0;
+}
+
+void network_free_all_buses(struct network *net, int32_t b, int64_t o, void (*retry)(void *, int64_t), void *ctx)
+{
+    net->bus_used[b] = 0;
+    net->op_buses[o] = 0;
+    while (net->bus_wait[b].head >= 0 && net->bus_used[b] < net->p.bus_cap[b])
+        serve_bus(net, b, retry, ctx);
 }
 
 void network_free(struct network *net)
 {
     if (!net)
         return;
-    void *arrays[] = {net->held,     net->prev,    net->next,   net->oprev,    net->onext,    net->out_used,
-                      net->in_used,  net->out_wait, net->in_wait, net->owners, net->bus_used, net->bus_wait};
+    void *arrays[] = {net->held,    net->prev,     net->next,    net->oprev,  net->onext,    net->out_used,
+                      net->in_used, net->out_wait, net->in_wait, net->owners, net->bus_used, net->bus_wait,
+                      net->op_buses};
     for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
         free(arrays[k]);
     free(net);
@@ -270,15 +310,16 @@ static struct list *lists(int64_t n)
     return l;
 }
 
-struct network *network_new(const struct network_plan *np, int64_t nmsg)
+struct network *network_new(const struct network_plan *np, int64_t nmsg, int64_t nops)
 {
     struct network *net = calloc(1, sizeof *net);
     if (!net)
         return NULL;
     net->p = *np;
+    net->nmsg = nmsg;
     net->held = zeros(nmsg, sizeof *net->held);
-    net->prev = zeros(nmsg, sizeof *net->prev);
-    net->next = zeros(nmsg, sizeof *net->next);
+    net->prev = zeros(nmsg + nops, sizeof *net->prev);
+    net->next = zeros(nmsg + nops, sizeof *net->next);
     net->oprev = zeros(nmsg, sizeof *net->oprev);
     net->onext = zeros(nmsg, sizeof *net->onext);
     net->out_used = zeros(np->nports, sizeof *net->out_used);
@@ -288,8 +329,9 @@ struct network *network_new(const struct network_plan *np, int64_t nmsg)
     net->owners = lists(np->nports);
     net->bus_used = zeros(np->nbuses, sizeof *net->bus_used);
     net->bus_wait = lists(np->nbuses);
+    net->op_buses = zeros(nops, sizeof *net->op_buses);
     if (!(net->held && net->prev && net->next && net->oprev && net->onext && net->out_used && net->in_used &&
-          net->out_wait && net->in_wait && net->owners && net->bus_used && net->bus_wait)) {
+          net->out_wait && net->in_wait && net->owners && net->bus_used && net->bus_wait && net->op_buses)) {
         network_free(net);
         return NULL;
     }

@@ -24,8 +24,8 @@ struct network_plan {
 
 struct network;
 
-/* NULL when memory is short. */
-struct network *network_new(const struct network_plan *np, int64_t nmsg);
+/* NULL when memory is short. nops: global operations, which wait in bus queues as nmsg + o. */
+struct network *network_new(const struct network_plan *np, int64_t nmsg, int64_t nops);
 void network_free(struct network *net);
 
 /* Take what message m's transfer still lacks; 1 when it holds everything, 0 when it queued for
@@ -33,7 +33,16 @@ void network_free(struct network *net);
 int network_acquire(struct network *net, int64_t m);
 
 /* m's transfer is over: free what it holds; each freed link or bus retries the first message
- * waiting for it, through retry(ctx, waiting message), at once and in Dimemas' order. */
+ * waiting for it, through retry(ctx, waiting message), at once and in Dimemas' order; a global
+ * operation at the head of a bus queue takes what was freed and is retried (as nmsg + o) once
+ * it holds every bus. */
 void network_release(struct network *net, int64_t m, void (*retry)(void *, int64_t), void *ctx);
+
+/* Global operation o takes every bus of pool b (global_op_get_all_buses): 1 when it holds them
+ * all now; else it holds the free ones and waits at the tail of b's queue for the others. */
+int network_take_all_buses(struct network *net, int32_t b, int64_t o);
+
+/* o frees every bus of b; they go to b's waiters in order. */
+void network_free_all_buses(struct network *net, int32_t b, int64_t o, void (*retry)(void *, int64_t), void *ctx);
 
 #endif

@@ -51,6 +51,8 @@ class Machine:
     policy: str | None = None  # None: the file names none (replay then queues FIFO, as Dimemas; simulate uses cp)
     quantum: float = 0.0  # seconds, round robin only
     context_switch: float = 0.0  # seconds a thread spends each time it gets a CPU, before running
+    collective_model: int = 1  # Dimemas' model of global operations: 1 constant, 2 linear, 3 logarithmic
+    collectives_file: str = ""  # a .cfg's collective-model file (replay refuses global operations then)
 
     @property
     def rate(self) -> float:
@@ -76,7 +78,7 @@ TOML_SECTIONS = {
     "cpu": ("nodes", "cores_per_node", "relative_speed", "instructions_per_second", "task_overhead",
             "tasks_per_node"),
     "network": ("intra_latency", "intra_bandwidth", "intra_buses", "intra_in_links", "intra_out_links",
-                "inter_latency", "inter_bandwidth", "buses", "in_links", "out_links"),
+                "inter_latency", "inter_bandwidth", "buses", "in_links", "out_links", "collective_model"),
     "scheduler": ("policy", "quantum", "context_switch"),
 }
 
@@ -124,6 +126,8 @@ def _checked(values: dict, path) -> Machine:
     for key, value in values.items():
         if key == "policy":
             value = str(value).lower()
+        elif key == "collectives_file":
+            pass
         elif isinstance(value, bool) or not isinstance(value, (int, float)):
             raise MachineError(f"{path}: {key} must be a number, not {value!r}")
         elif value < 0 or not math.isfinite(value):
@@ -145,6 +149,9 @@ def _checked(values: dict, path) -> Machine:
         raise MachineError(f"{path}: instructions_per_second and relative_speed must be positive")
     if m.policy is not None and m.policy not in POLICIES:
         raise MachineError(f"{path}: policy {m.policy!r} is not one of {', '.join(POLICIES)}")
+    if m.collective_model not in (1, 2, 3):
+        raise MachineError(f"{path}: collective_model must be 1 (constant), 2 (linear) or 3 (logarithmic), "
+                           f"Dimemas' models of global operations, not {m.collective_model}")
     if m.policy == "rr" and m.quantum <= 0:
         raise MachineError(f"{path}: the rr policy needs a quantum > 0 (seconds)")
     return m
@@ -189,6 +196,7 @@ def parse_cfg(text: str, path: Path | str = "<cfg>") -> Machine:
     values["nodes"] = num("environment information", lineno, env, 3, int)
     values["inter_bandwidth"] = num("environment information", lineno, env, 4)
     values["buses"] = num("environment information", lineno, env, 5, int)
+    values["collective_model"] = num("environment information", lineno, env, 6, int)
     # "multi node information" starts with machine id and node count, "node information" with
     # machine id and an architecture name: the per-node fields start at different positions.
     node_records = [("multi node information", 3, r) for r in records.get("multi node information", [])]
@@ -211,6 +219,7 @@ def parse_cfg(text: str, path: Path | str = "<cfg>") -> Machine:
         sched = items[0].strip().strip('"') if items else ""
         if sched:
             values.update(_scheduler_file(path.parent / sched))
+        values["collectives_file"] = items[2].strip().strip('"') if len(items) > 2 else ""
     if values.get("relative_speed", 1.0) <= 0:
         raise MachineError(f"{path}: relative speed {values['relative_speed']} (instantaneous or fixed-duration "
                            "bursts) is not supported")
