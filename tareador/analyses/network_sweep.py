@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tareador.formats.dimemas import SEND, DimTrace
+from tareador.formats.dimemas import GLOBAL_OP, SEND, DimTrace
 from tareador.replay.engine import replay
 from tareador.replay.machine import Machine
 
@@ -31,14 +31,17 @@ class SweepPoint:
 class Sweep:
     points: list[SweepPoint]
     swept: tuple[str, ...]  # "bandwidth" and/or "latency", what the user gave lists of
-    inter_node_messages: int  # messages that cross nodes on this machine: 0 means nothing to sweep
+    inter_node_messages: int  # messages and global operations the network between nodes times: 0, nothing to sweep
 
 
 def inter_node_messages(trace: DimTrace, machine: Machine) -> int:
+    """Sends between tasks of different nodes, and global-operation records when the machine has
+    several nodes (Dimemas then times every operation on the inter-node network too)."""
     node = np.array(machine.node_of_tasks(len(trace.threads)), np.int64)
     task_of = np.repeat(np.arange(len(trace.threads)), trace.threads)
     sends = np.flatnonzero(trace.op == SEND)
-    return int(np.count_nonzero(node[task_of[trace.gthread[sends]]] != node[trace.a[sends]]))
+    crossing = int(np.count_nonzero(node[task_of[trace.gthread[sends]]] != node[trace.a[sends]]))
+    return crossing + (int(np.count_nonzero(trace.op == GLOBAL_OP)) if machine.nodes > 1 else 0)
 
 
 def sweep(trace: DimTrace, machine: Machine, bandwidths: list[float] | None, latencies: list[float] | None,
