@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -79,15 +80,16 @@ def _process_pool(jobs: int | None) -> Iterator[Starmap]:
 
 def _world(size: int):
     """MPI_COMM_WORLD through mpi4py when it spans the launch; else None, and process 0 warns."""
-    why = None
     try:
-        from mpi4py import MPI
+        with warnings.catch_warnings():  # its own notice of a launcher of another MPI: said below in one line
+            warnings.simplefilter("ignore", RuntimeWarning)
+            from mpi4py import MPI
     except Exception as e:  # ImportError, or its MPI library failing to load: a RuntimeError
         why = f"mpi4py cannot be used ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
     else:
         if MPI.COMM_WORLD.Get_size() == size:
             return MPI.COMM_WORLD
-        why = (f"mpi4py's MPI ({MPI.Get_library_version().splitlines()[0].strip()}) is not the launcher's: each "
+        why = (f"mpi4py's MPI ({MPI.Get_library_version().split(',')[0].strip()}) is not the launcher's: each "
                "process is alone in its MPI_COMM_WORLD")
     if not launcher_rank():
         print(f"tareador: launched as {size} MPI processes, but {why}; process 0 does all the work (install mpi4py "
