@@ -113,8 +113,9 @@ def run(args) -> int:
     from tareador.cli import simulate_mpi
     from tareador.cli.main import UserError
     from tareador.replay.dag import load_dag
+    from tareador.taskgraph.store import is_run
 
-    if simulate_mpi.is_run(args.trace_dir):
+    if is_run(Path(args.trace_dir)):
         return simulate_mpi.run(args)
 
     machine, cores, policy = machine_options(args)

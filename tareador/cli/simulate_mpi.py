@@ -8,14 +8,6 @@ from dataclasses import replace
 from pathlib import Path
 
 
-def is_run(directory: str | Path) -> bool:
-    """An MPI run's directory (rank-N/ in it), not one trace."""
-    from tareador.taskgraph.mpi import rank_dirs
-
-    d = Path(directory)
-    return bool(rank_dirs(d)) and not (d / "tasks.csv").exists()
-
-
 def run(args) -> int:
     from tareador.analyses.mpi_speedup import mpi_study
     from tareador.cli.main import UserError

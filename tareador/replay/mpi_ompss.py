@@ -23,15 +23,21 @@ The model, per rank (one Dimemas task per rank, as in authentic.dim):
   (none where a dependency already orders the two). So a send waits for the task that produced
   its buffer (its RAW dependency), and a task that reads a received buffer waits for the
   fragment whose call completed the receive.
+- A task thread that notifies thread 0 ends with an empty burst: the engine (as Dimemas) hands
+  the core of a thread that ends on before the same-time arrival of its last message, so
+  thread 0 would queue behind a ready task of lower priority; with the burst, the thread keeps
+  its core until thread 0 is woken, and thread 0 takes it.
 - Dependency messages are thread-aware, 1 byte, tag DEP_TAG, immediate sends, on communicator
   ``DEPENDENCY_COMM``, which no MPI record uses (the run's communicators are numbered from 0, and
   collectives written as messages use the next numbers), so that a dependency can never match an
   MPI receive (Dimemas matches a receive from any thread of a task on tag and communicator).
 - Priorities (event 6999, read only under SS_MPI_CP / ``cp``): a task fragment's bottom level
-  in the rank's graph (its instructions and the longest path after it, the MPI order included),
-  raised by the rank's top level T when the fragment makes MPI calls, and thread 0 at 2 T: the
-  thesis gives tasks holding MPI calls outstanding priority, so that messages leave as early as
-  the data allows; among those, the critical path first.
+  in the rank's graph (the MPI order included), where every fragment that makes MPI calls, main's
+  too, counts as T1 + 1 instructions more than it runs; thread 0 above every task. The thesis
+  gives tasks holding MPI calls outstanding priority, so that messages leave as early as the data
+  allows: here a ready task that feeds more MPI calls runs first, then the longest path (a task
+  whose buffer the next send takes goes before a longer one no MPI call waits for), and thread 0
+  takes a core before any task.
 
 Why it cannot deadlock: every edge goes from a fragment to one with a higher id (fragments ran
 one after the other in id order, and a call's order edge comes from a fragment that ran before
@@ -118,6 +124,8 @@ def _threads(rank: int, trace: TaskTrace, dag: Dag, calls: list[MpiCall], texts:
         t, f = thread[i], tasks[i]
         into = receives(i, pred[poff[i]:poff[i + 1]]) + receive.format(t, 0) * order.from_zero[i]
         out = sends(i, succ[soff[i]:soff[i + 1]]) + send.format(t, 0) * order.to_zero[i]
+        if order.to_zero[i] or main[succ[soff[i]:soff[i + 1]]].any():
+            out += f"1:{rank}:{t}:0.000000000\n"  # keeps the core until thread 0 is woken (see the docstring)
         if i in made:
             blocks.append(thread_block(rank, t, thread_start(rank, t, priority[i]), [f], made[i],
                                        {c.seq: on_thread(texts[c.seq], t) for c in made[i]}, values, ips,
@@ -172,15 +180,15 @@ def _mpi_order(calls: list[MpiCall], index: dict[int, int], main: np.ndarray, ed
 
 def _priorities(dag: Dag, order: _Order, src: np.ndarray, dst: np.ndarray, calls: list[MpiCall],
                 index: dict[int, int]) -> list[int]:
-    """Bottom levels in the rank's graph with the MPI order, raised by the top level T for the
-    fragments that make MPI calls; the last entry, thread 0's, 2 T."""
+    """Bottom levels in the rank's graph with the MPI order, each fragment that makes MPI calls
+    (main's too) counted as T1 + 1 instructions more; the last entry, thread 0's, above them all."""
     n = dag.n
     ranked = np.array([a * n + b for a, b in order.ranked], np.int64)
     edges = sorted_unique(np.concatenate([src * n + dst, ranked]))
-    levels = bottom_levels(replace(dag, src=edges // n, dst=edges % n), dag.weight)
-    top = max(levels, default=0) + 1
-    calling = {index[c.task] for c in calls if c.task in index}
-    return [level + top * (i in calling) for i, level in enumerate(levels)] + [2 * top]
+    calling = np.zeros(n, np.int64)
+    calling[[index[c.task] for c in calls if c.task in index]] = dag.t1 + 1
+    levels = bottom_levels(replace(dag, src=edges // n, dst=edges % n), dag.weight + calling)
+    return levels + [max(levels, default=0) + 1]
 
 
 def _own_clock(trace: TaskTrace, main: np.ndarray):
