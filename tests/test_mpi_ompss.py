@@ -9,14 +9,15 @@ import json
 import subprocess
 import sys
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
 from tareador.cli.postprocess import postprocess
 from tareador.formats.dimemas import read_dim
+from tareador.formats.dimemas_mpi import DEPENDENCY_COMM
 from tareador.replay.engine import replay
 from tareador.replay.machine import Machine
-from tareador.replay.mpi_ompss import DEPENDENCY_COMM
 from tareador.taskgraph.model import TaskInstance
 from tareador.workers import rank_pool
 from test_mpi_run import call, make_run
@@ -91,6 +92,21 @@ def test_b_overlaps_the_send(tmp_path):
     assert authentic_makespan(tmp_path) == pytest.approx(485 * NS, abs=1e-13)
     assert ompss_makespan(tmp_path, 1) == pytest.approx(430 * NS, abs=1e-13)
     assert ompss_makespan(tmp_path, 2) == pytest.approx(320 * NS, abs=1e-13)
+
+
+def test_dependencies_take_no_time_on_a_network(tmp_path):
+    """The same run, one rank per node, on a network whose intra-node messages are slow and
+    whose inter-node ones are free: the dependencies between a rank's threads cost nothing (the
+    thesis' instantaneous task synchronisation), so 2 cores per rank still take 320 ns. The MPI
+    message goes between nodes: with an inter-node latency L it leaves rank 0 at 115 + L (the
+    sender pays L on its core first); rank 1 paid its L when it posted the receive at 5, long
+    before: it goes on at 115 + L, 5 more, then C: 115 + L + 55, which with L = 200 is 370."""
+    send_then_consume(tmp_path)
+    trace = read_dim(tmp_path / "ompss.dim")
+    slow = Machine(nodes=2, cores_per_node=2, policy="cp", intra_latency=1e-3, intra_bandwidth=1.0,
+                   intra_in_links=1, intra_out_links=1, intra_buses=1)
+    assert replay(trace, slow).makespan == pytest.approx(320 * NS, abs=1e-13)
+    assert replay(trace, replace(slow, inter_latency=200 * NS)).makespan == pytest.approx(370 * NS, abs=1e-13)
 
 
 def test_mpi_calls_keep_their_order_across_tasks(tmp_path):

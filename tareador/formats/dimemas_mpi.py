@@ -26,6 +26,9 @@ from tareador.taskgraph.matching import Matching
 from tareador.taskgraph.model import IMMEDIATE_RECEIVES, MpiCall, TaskInstance, TaskTrace
 
 IRECV, WAIT = 1, 2  # receive types
+# The communicator of the dependencies between a rank's threads in ompss.dim (replay/mpi_ompss.py):
+# the largest a .dim holds, far above the run's own (0.., then their collectives' traffic).
+DEPENDENCY_COMM = (1 << 31) - 1
 
 
 def write_mpi_authentic(path: str | Path, traces: Sequence[TaskTrace], calls_by_rank: Sequence[Sequence[MpiCall]],

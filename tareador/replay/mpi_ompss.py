@@ -31,6 +31,9 @@ The model, per rank (one Dimemas task per rank, as in authentic.dim):
   ``DEPENDENCY_COMM``, which no MPI record uses (the run's communicators are numbered from 0, and
   collectives written as messages use the next numbers), so that a dependency can never match an
   MPI receive (Dimemas matches a receive from any thread of a task on tag and communicator).
+  The replay engine takes them as instantaneous, as the thesis' extended Dimemas did ("a task
+  synchronization as an intra-node instantaneous MPI transfer"): the machine's network is the
+  MPI messages'; Dimemas 5.5.0 itself would charge them the intra-node latency.
 - Priorities (event 6999, read only under SS_MPI_CP / ``cp``): a task fragment's bottom level
   in the rank's graph (the MPI order included), where every fragment that makes MPI calls, main's
   too, counts as T1 + 1 instructions more than it runs; thread 0 above every task. The thesis
@@ -58,13 +61,10 @@ from pathlib import Path
 import numpy as np
 
 from tareador.formats.dimemas import csr, dependency_records, task_thread, thread_start, write_dim, write_task_labels
-from tareador.formats.dimemas_mpi import on_thread, thread_block
+from tareador.formats.dimemas_mpi import DEPENDENCY_COMM, on_thread, thread_block
 from tareador.replay.dag import Dag, bottom_levels, dag_from_trace, sorted_unique
 from tareador.taskgraph.model import MpiCall, TaskTrace
 from tareador.taskgraph.store import load_trace
-
-DEPENDENCY_COMM = (1 << 31) - 1  # the largest communicator number a .dim holds: far above the run's
-
 
 def write_mpi_ompss(path: str | Path, names: list[str], blocks_by_rank: Sequence[list[str]]) -> list[Path]:
     """ompss.dim from each rank's thread blocks (``rank_threads``) and its .pcf (task type names)."""
