@@ -173,9 +173,13 @@ def test_pool_gives_the_serial_files(tmp_path):
         assert (tmp_path / "pool" / name).read_bytes() == (tmp_path / "serial" / name).read_bytes(), name
 
 
+def tareador_cli(*args):
+    return subprocess.run([sys.executable, "-m", "tareador", *map(str, args)], capture_output=True, text=True,
+                          timeout=60)
+
+
 def simulate(*args):
-    return subprocess.run([sys.executable, "-m", "tareador", "simulate", *map(str, args)], capture_output=True,
-                          text=True, timeout=60)
+    return tareador_cli("simulate", *args)
 
 
 def test_simulate_run_dir(tmp_path):
@@ -195,6 +199,10 @@ def test_simulate_run_dir(tmp_path):
     assert [x["efficiency"] for x in result["results"]] == pytest.approx([485 / 430, 485 / 640, None])
     assert (tmp_path / "out" / "speedup.csv").read_text().splitlines()[0] == \
         "cores_per_rank,cores_per_node,time,speedup,efficiency"
+    r = simulate(tmp_path, "--cores", "1", "--prv", "-o", tmp_path / "prv")
+    assert r.returncode == 0 and r.stdout.splitlines()[-1].endswith("simulation-1.prv simulation-1.pcf simulation-1.row")
+    # ends at 430 ns, 2 nodes of 1 core, rank 0's 3 threads on node 1, rank 1's 2 on node 2
+    assert (tmp_path / "prv" / "simulation-1.prv").read_text().splitlines()[0].endswith(":430_ns:2(1,1):1:2(3:1,2:2),0")
 
 
 def test_simulate_run_dir_refusals(tmp_path):
@@ -210,5 +218,7 @@ def test_simulate_run_dir_refusals(tmp_path):
     r = simulate(tmp_path, "--machine", tmp_path / "one.toml")
     assert (r.returncode, r.stderr) == (2, "tareador: 2 ranks at 1 per node need 2 nodes; the machine has 1 (raise "
                                            "nodes or tasks_per_node in the machine file)\n")
+    r = tareador_cli("postprocess", tmp_path, "--jobs", "0")
+    assert (r.returncode, r.stderr) == (2, "tareador: --jobs must be at least 1, not 0\n")
     r = simulate(tmp_path, "--overhead", "5")
     assert r.returncode == 2 and r.stderr.startswith("tareador: --overhead does not apply to an MPI run")

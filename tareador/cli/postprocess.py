@@ -46,7 +46,7 @@ def postprocess(directory: str | Path, ending: str | None = None, starmap=None):
 
         with rank_pool() as starmap:
             return postprocess(directory, ending, starmap)
-    from tareador.formats.dimemas_mpi import call_records, records_of, write_mpi_authentic
+    from tareador.formats.dimemas_mpi import by_rank, call_records, write_mpi_authentic
     from tareador.formats.paraver import task_type_values
     from tareador.replay.mpi_ompss import rank_threads, write_mpi_ompss
     from tareador.taskgraph.mpi import build_run, rank_dirs
@@ -55,8 +55,9 @@ def postprocess(directory: str | Path, ending: str | None = None, starmap=None):
     result = build_run(d, ending, starmap)
     write_mpi_authentic(d / "authentic.dim", result.ranks, result.calls_by_rank, result.matching)
     names = [t.name for trace in result.ranks for t in trace.tasks]
-    records, values, dirs = call_records(result.calls_by_rank, result.matching), task_type_values(names), rank_dirs(d)
-    blocks = starmap(rank_threads, [(r, dirs.get(r), calls, records_of(records, r), values)
+    records = by_rank(call_records(result.calls_by_rank, result.matching), len(result.ranks))
+    values, dirs = task_type_values(names), rank_dirs(d)
+    blocks = starmap(rank_threads, [(r, dirs.get(r), calls, records[r], values)
                                     for r, calls in enumerate(result.calls_by_rank)])
     write_mpi_ompss(d / "ompss.dim", names, blocks)
     return result

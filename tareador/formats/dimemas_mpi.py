@@ -36,9 +36,9 @@ def write_mpi_authentic(path: str | Path, traces: Sequence[TaskTrace], calls_by_
     """authentic.dim and its .pcf (task type names) for a run's ranks."""
     names = [t.name for trace in traces for t in trace.tasks]
     values = task_type_values(names)
-    records = call_records(calls_by_rank, matching)
-    blocks = (thread_block(rank, 0, f"1:{rank}:0:0.000000000\n", trace.tasks, calls_by_rank[rank],
-                           records_of(records, rank), values, instructions_per_second)
+    records = by_rank(call_records(calls_by_rank, matching), len(traces))
+    blocks = (thread_block(rank, 0, f"1:{rank}:0:0.000000000\n", trace.tasks, calls_by_rank[rank], records[rank],
+                           values, instructions_per_second)
               for rank, trace in enumerate(traces))
     return [write_dim(path, "authentic", [1] * len(traces), blocks), write_task_labels(path, names)]
 
@@ -50,9 +50,12 @@ def call_records(calls_by_rank: Sequence[Sequence[MpiCall]], matching: Matching)
     return _point_to_point(calls_by_rank, matching) | _collectives(matching)
 
 
-def records_of(records: dict[tuple[int, int], str], rank: int) -> dict[int, str]:
-    """One rank's part of ``call_records``, by seq."""
-    return {seq: text for (r, seq), text in records.items() if r == rank}
+def by_rank(records: dict[tuple[int, int], str], ranks: int) -> list[dict[int, str]]:
+    """``call_records`` split by rank, each rank's by seq."""
+    out: list[dict[int, str]] = [{} for _ in range(ranks)]
+    for (rank, seq), text in records.items():
+        out[rank][seq] = text
+    return out
 
 
 def on_thread(records: str, thread: int) -> str:

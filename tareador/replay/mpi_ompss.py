@@ -77,7 +77,7 @@ def rank_threads(rank: int, directory: str | Path | None, calls: Sequence[MpiCal
     """A rank's threads in ompss.dim: thread 0, then each task fragment in id order.
 
     ``directory`` is the rank's trace (None: a rank that wrote none, an idle thread 0), ``texts``
-    the records of its calls by seq (``records_of(call_records(...), rank)``), ``values`` the
+    the records of its calls by seq (``by_rank(call_records(...))[rank]``), ``values`` the
     run's task type numbers. Each rank is independent of the others: postprocess runs this in
     parallel.
     """
