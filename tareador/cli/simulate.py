@@ -15,10 +15,10 @@ def register(subparsers) -> None:
                     "report time, speedup over the sequential run and efficiency for each P. Given an MPI run's "
                     "directory (tareador mpirun), replay its MPI/OmpSs trace ompss.dim with P cores per rank on "
                     "the machine's network instead, and report time, speedup over the authentic MPI run "
-                    "(authentic.dim, one core per rank) and efficiency.",
-        epilog="examples:\n  tareador simulate chol.tareador --cores 1,2,4,8,inf --plot "
-               "--machine examples/machines/laptop.toml\n"
-               "  tareador simulate jacobi.tareador --machine examples/machines/cluster.toml   # an MPI run",
+                    "(authentic.dim, one core per rank) and efficiency (e.g. tareador simulate jacobi.tareador --machine "
+                    "examples/machines/cluster.toml).",
+        epilog="example:\n  tareador simulate chol.tareador --cores 1,2,4,8,inf --plot "
+               "--machine examples/machines/laptop.toml",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace_dir", metavar="DIR", help="trace directory written by 'tareador trace', or an MPI run's "
                    "written by 'tareador mpirun'")
@@ -37,7 +37,8 @@ def register(subparsers) -> None:
 def add_machine_options(p) -> None:
     """The machine a simulation runs on: options shared by every command that simulates."""
     p.add_argument("--cores", help="comma-separated core counts, 'inf' = unbounded (default 1,2,4,8,16,inf; with "
-                   "--machine, the powers of two up to the machine's cores, its cores, and inf)")
+                   "--machine, the powers of two up to the machine's cores, its cores, and inf); of an MPI run, "
+                   "cores per rank (default 1,2,4,8,inf; with --machine, up to a node's cores per rank)")
     p.add_argument("--policy", choices=["cp", "fifo", "bf"],
                    help="ready tasks run longest-remaining-path first (cp), in creation order (fifo) or in the "
                         "order they became ready (bf, what OpenMP runtimes do); default: the machine file's "
