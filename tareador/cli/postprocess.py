@@ -49,15 +49,15 @@ def postprocess(directory: str | Path, ending: str | None = None, starmap=None):
     from tareador.formats.dimemas_mpi import by_rank, call_records, write_mpi_authentic
     from tareador.formats.paraver import task_type_values
     from tareador.replay.mpi_ompss import rank_threads, write_mpi_ompss
-    from tareador.taskgraph.mpi import build_run, rank_dirs
+    from tareador.taskgraph.mpi import build_run
 
     d = Path(directory)
     result = build_run(d, ending, starmap)
     write_mpi_authentic(d / "authentic.dim", result.ranks, result.calls_by_rank, result.matching)
     names = [t.name for trace in result.ranks for t in trace.tasks]
     records = by_rank(call_records(result.calls_by_rank, result.matching), len(result.ranks))
-    values, dirs = task_type_values(names), rank_dirs(d)
-    blocks = starmap(rank_threads, [(r, dirs.get(r), calls, records[r], values)
-                                    for r, calls in enumerate(result.calls_by_rank)])
+    values = task_type_values(names)
+    blocks = starmap(rank_threads, [(r, trace, calls, records[r], values)
+                                    for r, (trace, calls) in enumerate(zip(result.ranks, result.calls_by_rank))])
     write_mpi_ompss(d / "ompss.dim", names, blocks)
     return result

@@ -64,7 +64,6 @@ from tareador.formats.dimemas import csr, dependency_records, task_thread, threa
 from tareador.formats.dimemas_mpi import DEPENDENCY_COMM, on_thread, thread_block
 from tareador.replay.dag import Dag, bottom_levels, dag_from_trace, sorted_unique
 from tareador.taskgraph.model import MpiCall, TaskTrace
-from tareador.taskgraph.store import load_trace
 
 def write_mpi_ompss(path: str | Path, names: list[str], blocks_by_rank: Sequence[list[str]]) -> list[Path]:
     """ompss.dim from each rank's thread blocks (``rank_threads``) and its .pcf (task type names)."""
@@ -72,20 +71,16 @@ def write_mpi_ompss(path: str | Path, names: list[str], blocks_by_rank: Sequence
     return [write_dim(path, "ompss", [len(b) for b in blocks_by_rank], blocks), write_task_labels(path, names)]
 
 
-def rank_threads(rank: int, directory: str | Path | None, calls: Sequence[MpiCall], texts: dict[int, str],
+def rank_threads(rank: int, trace: TaskTrace, calls: Sequence[MpiCall], texts: dict[int, str],
                  values: dict[str, int], instructions_per_second: float = 1e9) -> list[str]:
     """A rank's threads in ompss.dim: thread 0, then each task fragment in id order.
 
-    ``directory`` is the rank's trace (None: a rank that wrote none, an idle thread 0), ``texts``
-    the records of its calls by seq (``by_rank(call_records(...))[rank]``), ``values`` the
-    run's task type numbers. Each rank is independent of the others: postprocess runs this in
-    parallel.
+    ``texts`` are the records of its calls by seq (``by_rank(call_records(...))[rank]``),
+    ``values`` the run's task type numbers. Each rank is independent of the others: postprocess
+    runs this in parallel.
     """
-    if directory is None:
-        return [f"1:{rank}:0:0.000000000\n"]
-    trace = load_trace(directory)
-    dag = dag_from_trace(trace)
-    return _threads(rank, trace, dag, [c for c in calls if c.seq in texts], texts, values, instructions_per_second)
+    return _threads(rank, trace, dag_from_trace(trace), [c for c in calls if c.seq in texts], texts, values,
+                    instructions_per_second)
 
 
 def _threads(rank: int, trace: TaskTrace, dag: Dag, calls: list[MpiCall], texts: dict[int, str],
