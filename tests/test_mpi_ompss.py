@@ -84,8 +84,8 @@ def test_b_overlaps_the_send(tmp_path):
     1 core per rank (cp, thread 0 first, then the higher priority): rank 0's thread 0 runs m0
     (0..10) and m2 (10..20), then waits for A; A (541) goes before B (300): 20..120, notifies
     thread 0 and keeps the core for its closing empty burst, so that the core goes to the woken
-    thread 0, not to B: thread 0 120..130 sends at 125; B 130..430. Rank 1: receives at 125, 125..130, creates C; thread 0 ends
-    m2 130..135; C 135..185. Makespan 430: B overlaps rank 1's work.
+    thread 0, not to B: thread 0 120..130 sends at 125; B 130..430. Rank 1: receives at 125,
+    125..130, creates C; thread 0 ends m2 130..135; C 135..185. Makespan 430: B overlaps rank 1's work.
     2 cores per rank: A starts at 10 on the second core (done at 110), B at 20 when thread 0 waits
     for A (done at 320); thread 0 110..120 sends at 115; rank 1 ends C at 120 + 50 = 170: 320."""
     send_then_consume(tmp_path)
@@ -151,7 +151,8 @@ def test_every_mpi_message_of_authentic_is_in_ompss(tmp_path):
     ranks 1 and 2 exchange, rank 1 sends back to 0: 4 messages, a send and a receive each)."""
     tasks = [[fragment(0, "main", -1, 0, 10), fragment(1, "T", 0, 10, 40), fragment(2, "main", -1, 40, 90, 0)]
              for _ in range(3)]
-    ranks = [[call("MPI_Sendrecv", (r + 1) % 3, 7, 16, 20, task=1), call("MPI_Sendrecv", (r - 1) % 3, 7, 16, 20, task=1),
+    ranks = [[call("MPI_Sendrecv", (r + 1) % 3, 7, 16, 20, task=1),
+              call("MPI_Sendrecv", (r - 1) % 3, 7, 16, 20, task=1),
               call("MPI_Irecv", (r - 1) % 3, 2, 8, 45, completed=60, request="0", task=2),
               call("MPI_Isend", (r + 1) % 3, 2, 8, 50, completed=60, request="1", task=2),
               call("MPI_Waitall", at=60, request="0;1", task=2), call("MPI_Allreduce", size=8, at=70, task=2),
@@ -200,9 +201,11 @@ def test_simulate_run_dir(tmp_path):
     assert (tmp_path / "out" / "speedup.csv").read_text().splitlines()[0] == \
         "cores_per_rank,cores_per_node,time,speedup,efficiency"
     r = simulate(tmp_path, "--cores", "1", "--prv", "-o", tmp_path / "prv")
-    assert r.returncode == 0 and r.stdout.splitlines()[-1].endswith("simulation-1.prv simulation-1.pcf simulation-1.row")
+    assert r.returncode == 0
+    assert r.stdout.splitlines()[-1].endswith("simulation-1.prv simulation-1.pcf simulation-1.row")
     # ends at 430 ns, 2 nodes of 1 core, rank 0's 3 threads on node 1, rank 1's 2 on node 2
-    assert (tmp_path / "prv" / "simulation-1.prv").read_text().splitlines()[0].endswith(":430_ns:2(1,1):1:2(3:1,2:2),0")
+    header = (tmp_path / "prv" / "simulation-1.prv").read_text().splitlines()[0]
+    assert header.endswith(":430_ns:2(1,1):1:2(3:1,2:2),0")
 
 
 def test_simulate_run_dir_refusals(tmp_path):

@@ -15,8 +15,8 @@ def register(subparsers) -> None:
                     "report time, speedup over the sequential run and efficiency for each P. Given an MPI run's "
                     "directory (tareador mpirun), replay its MPI/OmpSs trace ompss.dim with P cores per rank on "
                     "the machine's network instead, and report time, speedup over the authentic MPI run "
-                    "(authentic.dim, one core per rank) and efficiency (e.g. tareador simulate jacobi.tareador --machine "
-                    "examples/machines/cluster.toml).",
+                    "(authentic.dim, one core per rank) and efficiency (e.g. tareador simulate jacobi.tareador "
+                    "--machine examples/machines/cluster.toml).",
         epilog="example:\n  tareador simulate chol.tareador --cores 1,2,4,8,inf --plot "
                "--machine examples/machines/laptop.toml",
         formatter_class=argparse.RawDescriptionHelpFormatter)

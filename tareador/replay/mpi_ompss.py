@@ -55,7 +55,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +64,7 @@ from tareador.formats.dimemas import csr, dependency_records, task_thread, threa
 from tareador.formats.dimemas_mpi import DEPENDENCY_COMM, on_thread, thread_block
 from tareador.replay.dag import Dag, bottom_levels, dag_from_trace, sorted_unique
 from tareador.taskgraph.model import MpiCall, TaskTrace
+
 
 def write_mpi_ompss(path: str | Path, names: list[str], blocks_by_rank: Sequence[list[str]]) -> list[Path]:
     """ompss.dim from each rank's thread blocks (``rank_threads``) and its .pcf (task type names)."""
@@ -85,8 +86,8 @@ def rank_threads(rank: int, trace: TaskTrace, calls: Sequence[MpiCall], texts: d
 
 def _threads(rank: int, trace: TaskTrace, dag: Dag, calls: list[MpiCall], texts: dict[int, str],
              values: dict[str, int], ips: float) -> list[str]:
-    tasks, n, main = trace.tasks, dag.n, dag.is_main
-    thread = (np.cumsum(~main) * ~main).tolist()  # 0 for main's fragments, 1.. for task fragments
+    tasks, n, main = trace.tasks, dag.n, dag.is_main.tolist()
+    thread = (np.cumsum(~dag.is_main) * ~dag.is_main).tolist()  # 0 for main's fragments, 1.. for task fragments
     index = {t.id: i for i, t in enumerate(tasks)}
     order = _mpi_order(calls, index, main, set((dag.src * n + dag.dst).tolist()), n)
     edges = sorted_unique(np.concatenate([dag.src * n + dag.dst, np.array(order.between, np.int64)]))
@@ -102,24 +103,25 @@ def _threads(rank: int, trace: TaskTrace, dag: Dag, calls: list[MpiCall], texts:
     def sends(i: int, targets: list[int]) -> str:
         return "".join([send.format(thread[i], thread[s]) for s in targets if not (main[i] and main[s])])
 
+    mains = [i for i in range(n) if main[i]]
     around = {("f", tasks[i].id): (receives(i, pred[poff[i]:poff[i + 1]]), sends(i, succ[soff[i]:soff[i + 1]]))
-              for i in np.flatnonzero(main).tolist()}
+              for i in mains}
     for seq in order.waits.keys() | order.notifies.keys():
         around["c", seq] = ("".join(receive.format(0, thread[f]) for f in order.waits.get(seq, [])),
                             "".join(send.format(0, thread[g]) for g in order.notifies.get(seq, [])))
     on_zero = [c for c in calls if c.task not in index or main[index[c.task]]]
-    blocks = [thread_block(rank, 0, thread_start(rank, 0, priority[-1]), [tasks[i] for i in np.flatnonzero(main).tolist()],
-                           on_zero, texts, values, ips, _own_clock(trace, main), around)]
+    blocks = [thread_block(rank, 0, thread_start(rank, 0, priority[-1]), [tasks[i] for i in mains], on_zero, texts,
+                           values, ips, _own_clock(trace, main), around)]
     made = defaultdict(list)
     for c in calls:
         if c.task in index and not main[index[c.task]]:
             made[index[c.task]].append(c)
     work = dag.weight.tolist()
-    for i in np.flatnonzero(~main).tolist():
-        t, f = thread[i], tasks[i]
+    for i in (i for i in range(n) if not main[i]):
+        t, f, after = thread[i], tasks[i], succ[soff[i]:soff[i + 1]]
         into = receives(i, pred[poff[i]:poff[i + 1]]) + receive.format(t, 0) * order.from_zero[i]
-        out = sends(i, succ[soff[i]:soff[i + 1]]) + send.format(t, 0) * order.to_zero[i]
-        if order.to_zero[i] or main[succ[soff[i]:soff[i + 1]]].any():
+        out = sends(i, after) + send.format(t, 0) * order.to_zero[i]
+        if order.to_zero[i] or any(main[s] for s in after):
             out += f"1:{rank}:{t}:0.000000000\n"  # keeps the core until thread 0 is woken (see the docstring)
         if i in made:
             blocks.append(thread_block(rank, t, thread_start(rank, t, priority[i]), [f], made[i],
@@ -131,19 +133,19 @@ def _threads(rank: int, trace: TaskTrace, dag: Dag, calls: list[MpiCall], texts:
     return blocks
 
 
+@dataclass
 class _Order:
     """What keeping the rank's MPI calls in order adds to its graph."""
 
-    def __init__(self) -> None:
-        self.between: list[int] = []  # task fragment -> task fragment, as src * n + dst
-        self.waits: dict[int, list[int]] = defaultdict(list)  # seq of a thread-0 call -> fragments it waits for
-        self.notifies: dict[int, list[int]] = defaultdict(list)  # seq of a thread-0 call -> fragments waiting for it
-        self.from_zero: dict[int, int] = defaultdict(int)  # fragment -> receives from thread 0 that adds
-        self.to_zero: dict[int, int] = defaultdict(int)  # fragment -> sends to thread 0 that adds
-        self.ranked: list[tuple[int, int]] = []  # the same orders as fragment pairs, for the priorities
+    between: list[int] = field(default_factory=list)  # task fragment -> task fragment, as src * n + dst
+    waits: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list))  # seq of a thread-0 call ->
+    notifies: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list))  # fragments before / after it
+    from_zero: dict[int, int] = field(default_factory=lambda: defaultdict(int))  # fragment -> receives from thread 0
+    to_zero: dict[int, int] = field(default_factory=lambda: defaultdict(int))  # fragment -> sends to thread 0
+    ranked: list[tuple[int, int]] = field(default_factory=list)  # all of them as fragment pairs, for the priorities
 
 
-def _mpi_order(calls: list[MpiCall], index: dict[int, int], main: np.ndarray, edges: set[int], n: int) -> _Order:
+def _mpi_order(calls: list[MpiCall], index: dict[int, int], main: list[bool], edges: set[int], n: int) -> _Order:
     """Each call (of those that are records, in the rank's order) after the previous one: only
     where the two are made by different threads and the previous is a task fragment's or the
     next is (thread 0's calls are in order on thread 0)."""
@@ -186,10 +188,10 @@ def _priorities(dag: Dag, order: _Order, src: np.ndarray, dst: np.ndarray, calls
     return levels + [max(levels, default=0) + 1]
 
 
-def _own_clock(trace: TaskTrace, main: np.ndarray):
+def _own_clock(trace: TaskTrace, main: list[bool]):
     """Thread 0's time at a counter: the counter minus the task fragments that ended by then
     (fragments are disjoint intervals of the counter, and thread 0 never stands inside one)."""
-    tasks = [t for t, is_main in zip(trace.tasks, main.tolist()) if not is_main]
+    tasks = [t for t, is_main in zip(trace.tasks, main) if not is_main]
     ends = np.array(sorted(t.end for t in tasks), np.int64)
     ran = np.concatenate([[0], np.cumsum([t.end - t.start for t in sorted(tasks, key=lambda t: t.end)])]).tolist()
     return lambda counter: counter - ran[int(np.searchsorted(ends, counter, side="right"))]
