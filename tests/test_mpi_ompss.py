@@ -225,3 +225,9 @@ def test_simulate_run_dir_refusals(tmp_path):
     assert (r.returncode, r.stderr) == (2, "tareador: --jobs must be at least 1, not 0\n")
     r = simulate(tmp_path, "--overhead", "5")
     assert r.returncode == 2 and r.stderr.startswith("tareador: --overhead does not apply to an MPI run")
+    calls = tmp_path / "rank-0" / "mpi.csv"
+    calls.write_text(calls.read_text().replace("MPI_Send,1,0,0,8,", "MPI_Send,1,0,0,16,"))  # traced again since
+    r = simulate(tmp_path)
+    assert (r.returncode, r.stderr) == (2, f"tareador: {tmp_path / 'mpi.csv'}:2: differs from what the ranks' own "
+                                           "files give (a rank traced again since?); run 'tareador postprocess "
+                                           f"{tmp_path}'\n")

@@ -16,6 +16,7 @@ def run(args) -> int:
     from tareador.formats.paraver import write_paraver
     from tareador.native import ToolchainError
     from tareador.replay.machine import MachineError
+    from tareador.taskgraph.mpi import load_run
 
     d = Path(args.trace_dir)
     for option, given in (("--overhead", args.overhead is not None), ("--chrome", args.chrome), ("--dim", args.dim),
@@ -26,6 +27,7 @@ def run(args) -> int:
     missing = [name for name in ("ompss.dim", "authentic.dim") if not (d / name).is_file()]
     if missing:
         raise UserError(f"{d} has no {' or '.join(missing)}: run 'tareador postprocess {d}' first")
+    load_run(d)  # the ranks' files against the run's: a rank traced again since makes them stale
     machine = load_machine_arg(args.machine)
     policy = args.policy or machine.policy or "cp"
     cores = core_list(args.cores) if args.cores is not None else default_cores_per_rank(machine, args.machine)
