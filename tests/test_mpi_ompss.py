@@ -20,7 +20,7 @@ from tareador.replay.engine import replay
 from tareador.replay.machine import Machine
 from tareador.taskgraph.model import TaskInstance
 from tareador.workers import rank_pool
-from test_mpi_run import call, make_run
+from test_mpi_run import call, make_run, rank_dir
 
 NS = 1e-9  # one instruction, at the traces' 10^9 instructions per second
 RUN_FILES = ("mpi.csv", "messages.csv", "summary.json", "authentic.dim", "authentic.pcf", "ompss.dim", "ompss.pcf")
@@ -231,3 +231,15 @@ def test_simulate_run_dir_refusals(tmp_path):
     assert (r.returncode, r.stderr) == (2, f"tareador: {tmp_path / 'mpi.csv'}:2: differs from what the ranks' own "
                                            "files give (a rank traced again since?); run 'tareador postprocess "
                                            f"{tmp_path}'\n")
+
+
+def test_partial_run_replays(tmp_path):
+    """Rank 1 of 3 wrote no trace: rank 0's send to it matched nothing and is left out (as in
+    authentic.dim), rank 1 is an idle thread 0; rank 0 computes 20 and receives what rank 2
+    sends at 30: 30 ns."""
+    rank_dir(tmp_path, 0, 3, [call("MPI_Send", 1, 0, 8, 10), call("MPI_Recv", 2, 0, 8, 20)])
+    rank_dir(tmp_path, 2, 3, [call("MPI_Send", 0, 0, 8, 30)])
+    assert postprocess(tmp_path).summary["partial"]
+    assert read_dim(tmp_path / "ompss.dim").threads == [1, 1, 1]
+    assert mpi_records(tmp_path / "ompss.dim") == mpi_records(tmp_path / "authentic.dim")
+    assert ompss_makespan(tmp_path, 1) == pytest.approx(30 * NS, abs=1e-13)
