@@ -30,7 +30,8 @@ The model, per rank (one Dimemas task per rank, as in authentic.dim):
 - Dependency messages are thread-aware, 1 byte, tag DEP_TAG, immediate sends, on communicator
   ``DEPENDENCY_COMM``, which no MPI record uses (the run's communicators are numbered from 0, and
   collectives written as messages use the next numbers), so that a dependency can never match an
-  MPI receive (Dimemas matches a receive from any thread of a task on tag and communicator).
+  MPI receive (Dimemas matches a receive from any thread of a task on tag and communicator; the
+  bundled engine's keys already tell thread-aware messages apart, engine.py ``plan``).
   The replay engine takes them as instantaneous, as the thesis' extended Dimemas did ("a task
   synchronization as an intra-node instantaneous MPI transfer"): the machine's network is the
   MPI messages'; Dimemas 5.5.0 itself would charge them the intra-node latency.
