@@ -14,6 +14,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from tareador.analyses.mpi_speedup import MpiStudy
 from tareador.analyses.network_sweep import Sweep
 from tareador.analyses.speedup import Study, parallelism_profile
 from tareador.analyses.whatif import WhatIf
@@ -53,6 +54,28 @@ def plot_speedup(study: Study, path: str | Path) -> Path:
     ax.axhline(study.parallelism, color="tab:red", ls="--", label=f"parallelism T1/T∞ = {study.parallelism:.2f}")
     ax.set_xlabel("cores")
     ax.set_ylabel("speedup over the sequential run")
+    ax.legend()
+    return _save(fig, path)
+
+
+def plot_mpi_speedup(study: MpiStudy, path: str | Path) -> Path:
+    """Speedup over the authentic MPI run per count of cores per rank (inf as a dashed line)."""
+    rows = study.rows()
+    finite = [r for r in rows if r["efficiency"] is not None]
+    fig = Figure(figsize=(6, 4))
+    ax = fig.add_subplot()
+    if finite:
+        cores = np.array([r["cores_per_rank"] for r in finite])
+        ax.plot(cores, [r["speedup"] for r in finite], "o-", label="MPI/OmpSs (ompss.dim)")
+        ax.plot(cores, cores, ":", color="grey", label="ideal")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(cores, [str(c) for c in cores])
+    for r in rows:
+        if r["efficiency"] is None:
+            ax.axhline(r["speedup"], color="tab:red", ls="--", label=f"unbounded cores: {r['speedup']:.2f}")
+    ax.set_xlabel("cores per rank")
+    ax.set_ylabel("speedup over the authentic MPI run")
+    ax.set_title(f"{study.ranks} ranks, {study.ranks_per_node} per node, policy {study.policy}")
     ax.legend()
     return _save(fig, path)
 

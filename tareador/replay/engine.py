@@ -12,6 +12,8 @@ What the model does (read in the source of Dimemas 5.5.0 and checked against its
 - rendezvous sends (sync bit 0, and every message between two threads of one task) start their
   transfer only once a receive waits for them; an immediate send lets the sender go on meanwhile;
 - latency and bandwidth are the intra-node ones when both tasks share a node, else inter-node;
+  the dependencies between a rank's threads in an MPI run's ompss.dim (communicator
+  DEPENDENCY_COMM) take no time and no link or bus, as in the thesis' extended Dimemas;
 - a global operation (record 10) blocks its members until the last arrives, takes every
   inter-node bus where they are limited, lasts Dimemas' fan-in/fan-out time of its root's
   bytes, then its members queue for a CPU (replay/global_ops.py has the model);
@@ -40,6 +42,7 @@ import numpy as np
 
 from tareador.formats.dimemas import (BURST, EVENT, GLOBAL_OP, RECV, SEND, SYNC_IMMEDIATE, SYNC_RENDEZVOUS, DimError,
                                       DimTrace)
+from tareador.formats.dimemas_mpi import DEPENDENCY_COMM
 from tareador.formats.paraver import (CONTEXT_SWITCH, GROUP_COMMUNICATION, PRIORITY_EVENT, RUNNING, TASK_EVENT, WAITING_CPU,
                                       WAITING_MESSAGE, ParaverRun, nanoseconds, pcf_value_labels, task_event_labels)
 from tareador.native import build, compiler
@@ -205,10 +208,17 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
     latency[latency < 1] = 0.0  # below Dimemas' resolution
     bandwidth = np.where(same_node, machine.intra_bandwidth, machine.inter_bandwidth)
     ns_per_byte = np.divide(NS / MB, bandwidth, out=np.zeros(len(sends)), where=bandwidth > 0)
+    # Dependencies between the threads of a rank in an MPI run's ompss.dim take no time, as in the
+    # thesis' extension of Dimemas (replay/mpi_ompss.py); the network is the MPI messages'.
+    dependency = trace.comm[sends] == DEPENDENCY_COMM
+    latency[dependency] = 0.0
+    ns_per_byte[dependency] = 0.0
     size = trace.size[sends]
     transfer = ns_per_byte * size
     _check_durations(trace, machine, kind, value, latency, np.concatenate([transfer, gop_time]))
     network = _network(machine, ntasks, node_of_task, src_task, dest_task, same_node)
+    if network is not None:  # between threads of one task: no link, and no bus for a dependency
+        network["bus"][dependency] = -1
     node = node_of_task[task_of].astype(np.int32)
     busiest = int(np.bincount(node).max(initial=1))  # threads of the node with most
     return _Plan(kind=kind.astype(np.int8), value=value, record=record, thread_start=thread_start, node=node,
