@@ -336,9 +336,9 @@ def replay(trace: DimTrace, machine: Machine, record: bool = False, progress=Non
         line = trace.line(int(p.record[pc[t]]))
         raise DimError(f"{trace.path}:{line}: deadlock: {len(stuck)} threads never finish, first task {task} "
                        f"thread {thread}, blocked at this record")
-    ends = arrays["thread_end"] / NS
+    ends = arrays["thread_end"] / NS  # the Paraver trace takes the loop's ns: back from seconds, a tie could move
     return ReplayResult(makespan=float(ends.max(initial=0.0)), thread_end=ends, threads=list(trace.threads),
-                        paraver=_paraver(trace, machine, p, arrays, states, ends * NS) if record else None)
+                        paraver=_paraver(trace, machine, p, arrays, states, arrays["thread_end"]) if record else None)
 
 
 # struct plan in engine_loop.c, in its order: int64 scalars, the quantum and the context switch,
