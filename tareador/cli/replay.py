@@ -18,9 +18,8 @@ def register(subparsers) -> None:
                     "'tareador simulate --dim') on a machine given as TOML or as a Dimemas .cfg. "
                     "With --bandwidth and/or --latency, replay once per value of the inter-node "
                     "network and write a table, a CSV and a PNG.",
-        epilog="examples:\n  tareador replay chol.tareador/ompss.dim --machine examples/machines/smp_cp.cfg "
-               "--prv replay.prv\n  tareador replay jacobi.tareador/authentic.dim --machine "
-               "examples/machines/cluster.toml --bandwidth 10,100,1000",
+        epilog="example:\n  tareador replay jacobi.tareador/authentic.dim --machine examples/machines/cluster.toml "
+               "--bandwidth 10,100,1000",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace", metavar="TRACE.dim", help="the Dimemas trace to replay")
     p.add_argument("--machine", required=True, metavar="FILE", help="machine TOML or Dimemas .cfg")
@@ -118,7 +117,8 @@ def _sweep(args, trace, machine, bandwidths, latencies) -> int:
     out = Path(args.output) if args.output else trace_path.parent
     out.mkdir(parents=True, exist_ok=True)
     csv_path = _write_sweep_csv(out / f"{trace_path.stem}-sweep.csv", result)
-    png = plot_network_sweep(result, f"{trace_path.name} on {Path(args.machine).name}", out / f"{trace_path.stem}-sweep.png")
+    title = f"{trace_path.name} on {Path(args.machine).name}"
+    png = plot_network_sweep(result, title, out / f"{trace_path.stem}-sweep.png")
     if args.json:
         print(json.dumps([vars(pt) for pt in result.points]))
         return 0

@@ -43,8 +43,8 @@ import numpy as np
 from tareador.formats.dimemas import (BURST, EVENT, GLOBAL_OP, RECV, SEND, SYNC_IMMEDIATE, SYNC_RENDEZVOUS, DimError,
                                       DimTrace)
 from tareador.formats.dimemas_mpi import DEPENDENCY_COMM
-from tareador.formats.paraver import (CONTEXT_SWITCH, GROUP_COMMUNICATION, PRIORITY_EVENT, RUNNING, TASK_EVENT, WAITING_CPU,
-                                      WAITING_MESSAGE, ParaverRun, nanoseconds, pcf_value_labels, task_event_labels)
+from tareador.formats.paraver import (CONTEXT_SWITCH, GROUP_COMMUNICATION, PRIORITY_EVENT, RUNNING, TASK_EVENT,
+                                      WAITING_CPU, WAITING_MESSAGE, ParaverRun, nanoseconds, pcf_value_labels, task_event_labels)
 from tareador.native import build, compiler
 from tareador.replay.dag import sorted_unique
 from tareador.replay.global_ops import plan_global_ops
@@ -313,7 +313,8 @@ def _network(m: Machine, ntasks: int, node_of_task, src_task, dest_task, same_no
         bus = np.where(same_node, src_node, bus)
     if m.buses:
         bus = np.where(same_node, bus, m.nodes)
-    task_ports, node_ports = _ports(m.intra_in_links, m.intra_out_links, ntasks), _ports(m.in_links, m.out_links, m.nodes)
+    task_ports = _ports(m.intra_in_links, m.intra_out_links, ntasks)
+    node_ports = _ports(m.in_links, m.out_links, m.nodes)
     out_cap, in_cap, hd = (np.concatenate(pair) for pair in zip(task_ports, node_ports))
     return {"src": src, "dst": dst, "bus": bus, "flags": flags, "out_cap": out_cap, "in_cap": in_cap, "hd": hd,
             "bus_cap": np.array([m.intra_buses] * m.nodes + [m.buses], np.int64)}
@@ -426,11 +427,13 @@ def _run_loop(struct: _PlanStruct, progress) -> np.ndarray:
 
 @cache
 def _library() -> ctypes.CDLL:
-    """engine_loop.c with engine_network.c, compiled once per version of their sources; never contracting operations into
-    fused ones keeps every time the plain double sum the model defines, on any target."""
+    """engine_loop.c with engine_network.c, compiled once per version of their sources; never
+    contracting operations into fused ones keeps every time the plain double sum the model
+    defines, on any target."""
     here = Path(__file__).parent
     sources = [here / "engine_loop.c", here / "engine_network.c"]
-    path = build("libtareador_replay.so", sources + [here / "engine_network.h"], lambda out, tmp: [
+    headers = [here / "engine_network.h", here / "engine_alloc.h"]
+    path = build("libtareador_replay.so", sources + headers, lambda out, tmp: [
         [compiler(), "-O2", "-fPIC", "-shared", "-ffp-contract=off", "-Wall", *map(str, sources), "-o", str(out)]])
     lib = ctypes.CDLL(str(path))
     lib.loop_new.restype = ctypes.c_void_p

@@ -69,6 +69,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "engine_alloc.h"
 #include "engine_network.h"
 
 enum action { A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT, A_GLOBAL }; /* as in engine.py */
@@ -698,14 +699,8 @@ void loop_free(struct loop *L)
                       L->posted, L->sender, L->next_msg, L->next_thread, L->dirty, L->reload.data, L->blocked,
                       L->queued, L->posted_at, L->states.data, L->op_arrived, L->op_root, L->op_root_thread,
                       L->op_members};
-    for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
-        free(arrays[k]);
+    free_all(arrays, sizeof arrays / sizeof *arrays);
     free(L);
-}
-
-static void *zeros(int64_t n, size_t size)
-{
-    return calloc(n > 0 ? n : 1, size);
 }
 
 /* NULL when memory is short. */

@@ -26,7 +26,7 @@
 
 #include "engine_network.h"
 
-#include <stdlib.h>
+#include "engine_alloc.h"
 
 enum { HOLD_OUT = 1, HOLD_IN = 2, HOLD_BUS = 4 };
 
@@ -292,14 +292,8 @@ void network_free(struct network *net)
     void *arrays[] = {net->held,    net->prev,     net->next,    net->oprev,  net->onext,    net->out_used,
                       net->in_used, net->out_wait, net->in_wait, net->owners, net->bus_used, net->bus_wait,
                       net->op_buses};
-    for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
-        free(arrays[k]);
+    free_all(arrays, sizeof arrays / sizeof *arrays);
     free(net);
-}
-
-static void *zeros(int64_t n, size_t size)
-{
-    return calloc(n > 0 ? n : 1, size);
 }
 
 static struct list *lists(int64_t n)
