@@ -15,6 +15,7 @@ import tareador
 from tareador.cli.postprocess import postprocess
 from tareador.formats import collectives
 from tareador.formats.dimemas import read_dim
+from tareador.formats.paraver import pcf_value_labels
 from tareador.replay.engine import replay
 from tareador.replay.machine import MB, Machine
 from tareador.taskgraph.model import Communicator, Dependency, MpiCall, TaskInstance, TaskTrace
@@ -91,16 +92,21 @@ def test_ping_pong_replays_to_its_chain(tmp_path):
 
 def test_authentic_dim_records(tmp_path):
     """Bursts between the calls in seconds, task-type events around the fragment, the sends and
-    receives with the real peers, sizes and tags on communicator 0; MPI_Finalize is no record."""
+    receives with the real peers, sizes and tags on communicator 0, each between the events of
+    its MPI function (Extrae's: type 50000001, MPI_Send 1, MPI_Recv 2, 0 after the call), which
+    the .pcf names; MPI_Finalize is no record."""
     make_run(tmp_path, ping_pong(1000, 3000, 500, size=64))
     lines = (tmp_path / "authentic.dim").read_text().splitlines()
     assert lines[0].startswith('#DIMEMAS:"authentic":1,') and lines[0].endswith(":2(1,1),0")
+    send, recv, out = "50000001:1", "50000001:2", "50000001:0"
     assert lines[1:-2] == [
-        "1:0:0:0.000000000", "20:0:0:7003:1", "1:0:0:0.000001000", "2:0:0:1:64:0:0:0", "3:0:0:1:64:0:0:0",
-        "1:0:0:0.000000500", "20:0:0:7003:0",
-        "1:1:0:0.000000000", "20:1:0:7003:1", "3:1:0:0:64:0:0:0", "1:1:0:0.000003000", "2:1:0:0:64:0:0:0",
-        "20:1:0:7003:0"]
-    assert (tmp_path / "authentic.pcf").exists()
+        "1:0:0:0.000000000", "20:0:0:7003:1", "1:0:0:0.000001000", f"20:0:0:{send}", "2:0:0:1:64:0:0:0",
+        f"20:0:0:{out}", f"20:0:0:{recv}", "3:0:0:1:64:0:0:0", f"20:0:0:{out}", "1:0:0:0.000000500", "20:0:0:7003:0",
+        "1:1:0:0.000000000", "20:1:0:7003:1", f"20:1:0:{recv}", "3:1:0:0:64:0:0:0", f"20:1:0:{out}",
+        "1:1:0:0.000003000", f"20:1:0:{send}", "2:1:0:0:64:0:0:0", f"20:1:0:{out}", "20:1:0:7003:0"]
+    labels = pcf_value_labels(tmp_path / "authentic.pcf", 50000001)
+    assert (labels[0], labels[1], labels[2], labels[6]) == ("Outside MPI", "MPI_Send", "MPI_Recv", "MPI_Waitall")
+    assert pcf_value_labels(tmp_path / "authentic.pcf", 50000002)[10] == "MPI_Allreduce"
 
 
 def test_ring_of_sendrecv(tmp_path):
@@ -131,8 +137,10 @@ def test_isend_irecv_waitall_exchange(tmp_path):
     run = make_run(tmp_path, ranks)
     assert [(m.src, m.dst, m.send_seq, m.recv_seq) for m in run.messages] == [(0, 1, 1, 0), (1, 0, 1, 0)]
     dim = (tmp_path / "authentic.dim").read_text().splitlines()
-    assert ["3:1:0:0:80:3:0:1", "2:1:0:0:80:3:0:2", "1:1:0:0.000000010", "3:1:0:0:80:3:0:2"] == \
-        dim[dim.index("3:1:0:0:80:3:0:1"):dim.index("3:1:0:0:80:3:0:1") + 4]
+    at = dim.index("3:1:0:0:80:3:0:1")
+    assert dim[at - 1:at + 10] == ["20:1:0:50000001:4", "3:1:0:0:80:3:0:1", "20:1:0:50000001:0", "20:1:0:50000001:3",
+                                   "2:1:0:0:80:3:0:2", "20:1:0:50000001:0", "1:1:0:0.000000010", "20:1:0:50000001:6",
+                                   "3:1:0:0:80:3:0:2", "20:1:0:50000001:0", "1:1:0:0.000000900"]
     assert makespan(tmp_path) == pytest.approx(max(max(y[r], x[1 - r]) + end[r] - y[r] for r in range(2)) / IPS,
                                                abs=1e-12)
     assert makespan(tmp_path) == pytest.approx(1300e-9, abs=1e-12)
@@ -261,10 +269,10 @@ def test_calls_outside_tasks_and_task_events(tmp_path):
              [call("MPI_Recv", 0, 1, 8, 0), call("MPI_Send", 0, 2, 8, 0)]]
     make_run(tmp_path, ranks, tasks=[tasks, None])
     body = (tmp_path / "authentic.dim").read_text().splitlines()[1:]
-    assert body[:12] == ["1:0:0:0.000000000", "20:0:0:7003:1", "1:0:0:0.000000100", "20:0:0:7003:0", "20:0:0:7003:2",
-                         "1:0:0:0.000000150", "2:0:0:1:8:1:0:0", "1:0:0:0.000000150", "20:0:0:7003:0", "20:0:0:7003:1",
-                         "1:0:0:0.000000050", "20:0:0:7003:0"]
-    assert body[12] == "3:0:0:1:8:2:0:0"
+    assert body[:16] == ["1:0:0:0.000000000", "20:0:0:7003:1", "1:0:0:0.000000100", "20:0:0:7003:0", "20:0:0:7003:2",
+                         "1:0:0:0.000000150", "20:0:0:50000001:1", "2:0:0:1:8:1:0:0", "20:0:0:50000001:0",
+                         "1:0:0:0.000000150", "20:0:0:7003:0", "20:0:0:7003:1", "1:0:0:0.000000050", "20:0:0:7003:0",
+                         "20:0:0:50000001:2", "3:0:0:1:8:2:0:0"]
     assert makespan(tmp_path) == pytest.approx(450e-9, abs=1e-12)
 
 

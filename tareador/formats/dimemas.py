@@ -158,12 +158,13 @@ def write_authentic(path: str | Path, names: list[str], instructions: np.ndarray
     return [write_dim(path, "authentic", [1], [text]), write_task_labels(path, names)]
 
 
-def write_task_labels(dim: str | Path, names: list[str]) -> Path:
-    """TRACE.pcf next to TRACE.dim, naming the task types (event 7003 values): Dimemas copies
-    it into the Paraver trace it writes, ``tareador replay`` takes the names from it."""
+def write_task_labels(dim: str | Path, names: list[str], more: dict | None = None) -> Path:
+    """TRACE.pcf next to TRACE.dim, naming the task types (event 7003 values) and the event types
+    in ``more`` (type -> (label, value labels)): Dimemas copies it into the Paraver trace it
+    writes, ``tareador replay`` takes the task names from it."""
     pcf = Path(dim).with_suffix(".pcf")
-    return write_text(pcf, pcf_text(ParaverRun(end_time=0, cpus_per_node=[], threads=[],
-                                               event_labels=task_event_labels(task_type_values(names)))))
+    labels = task_event_labels(task_type_values(names)) | (more or {})
+    return write_text(pcf, pcf_text(ParaverRun(end_time=0, cpus_per_node=[], threads=[], event_labels=labels)))
 
 
 # ----------------------------------------------------------------------------------- reading

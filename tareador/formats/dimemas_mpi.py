@@ -27,6 +27,10 @@ communicators, as MPI keeps them apart, with the collective's index on its commu
 Sends and receives that matched nothing (tareador.taskgraph.matching) and incomplete
 collectives are left out, so that the trace of a partial run still replays; summary.json lists
 them.
+
+Each call's records are framed by the event of the MPI function (formats/mpi_events.py, Extrae's
+numbers): its value from the call's first record, 0 after its last, so a replay's timeline
+shows which call a rank is in and for how long (a wait lasts until its message arrived).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tareador.formats import collectives
+from tareador.formats import collectives, mpi_events
 from tareador.formats.dimemas import (GLOBAL_OP, GLOBAL_OPS, GLOP_SYNC, INT_MAX, RECV, SEND, SYNC_IMMEDIATE,
                                       SYNC_RENDEZVOUS, write_dim, write_task_labels)
 from tareador.formats.paraver import TASK_EVENT, task_type_values
@@ -60,8 +65,9 @@ def write_mpi_authentic(path: str | Path, traces: Sequence[TaskTrace], calls_by_
     blocks = (thread_block(rank, 0, f"1:{rank}:0:0.000000000\n", trace.tasks, calls_by_rank[rank], records[rank],
                            values, instructions_per_second)
               for rank, trace in enumerate(traces))
+    labels = mpi_events.event_labels(mpi_events.TYPE_LABELS)
     return [write_dim(path, "authentic", [1] * len(traces), blocks, communicators(matching, collectives)),
-            write_task_labels(path, names)]
+            write_task_labels(path, names, labels)]
 
 
 def communicators(matching: Matching, collectives: str) -> dict[int, tuple[int, ...]]:
@@ -75,9 +81,32 @@ def call_records(calls_by_rank: Sequence[Sequence[MpiCall]], matching: Matching,
                  collectives: str = "dimemas") -> dict[tuple[int, int], str]:
     """(rank, seq) -> the Dimemas records (on the rank's thread 0) of each call that sends,
     receives, completes a receive or takes part in a collective (written as ``collectives``, one
-    of COLLECTIVE_FORMS): the one place that says what a call is in a trace, for every trace of
-    a run (authentic.dim, ompss.dim)."""
-    return _point_to_point(calls_by_rank, matching) | _collectives(matching, collectives)
+    of COLLECTIVE_FORMS), between the call's MPI events: the one place that says what a call is
+    in a trace, for every trace of a run (authentic.dim, ompss.dim).
+
+    A send-receive is one call of two rows: its records (send, then receive) are under the seq
+    of its send row.
+    """
+    parts = _point_to_point(calls_by_rank, matching) | _collectives(matching, collectives)
+    records = {}
+    for rank, calls in enumerate(calls_by_rank):
+        texts: dict[int, list[str]] = {}
+        operation = {}
+        opened = -1  # seq of the send row of the send-receive in progress
+        for c, side in zip(calls, mpi.sides(calls)):
+            seq = c.seq
+            if c.operation in mpi.SENDRECVS:
+                if side == mpi.SEND:
+                    opened = c.seq
+                else:
+                    seq = opened
+            if (rank, c.seq) in parts:
+                texts.setdefault(seq, []).append(parts[rank, c.seq])
+                operation.setdefault(seq, c.operation)
+        for seq, text in texts.items():
+            etype, value = mpi_events.CALLS[operation[seq]]
+            records[rank, seq] = f"20:{rank}:0:{etype}:{value}\n{''.join(text)}20:{rank}:0:{etype}:0\n"
+    return records
 
 
 def by_rank(records: dict[tuple[int, int], str], ranks: int) -> list[dict[int, str]]:

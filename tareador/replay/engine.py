@@ -40,11 +40,13 @@ from pathlib import Path
 
 import numpy as np
 
+from tareador.formats import mpi_events
 from tareador.formats.dimemas import (BURST, EVENT, GLOBAL_OP, RECV, SEND, SYNC_IMMEDIATE, SYNC_RENDEZVOUS, DimError,
                                       DimTrace)
 from tareador.formats.dimemas_mpi import DEPENDENCY_COMM
-from tareador.formats.paraver import (CONTEXT_SWITCH, GROUP_COMMUNICATION, PRIORITY_EVENT, RUNNING, TASK_EVENT,
-                                      WAITING_CPU, WAITING_MESSAGE, ParaverRun, nanoseconds, pcf_value_labels, task_event_labels)
+from tareador.formats.paraver import (CONTEXT_SWITCH, GROUP_COMMUNICATION, PRIORITY_EVENT, RUNNING, STARTUP_LATENCY,
+                                      TASK_EVENT, WAITING_CPU, WAITING_MESSAGE, ParaverRun, nanoseconds,
+                                      pcf_value_labels, task_event_labels, thread_labels)
 from tareador.native import build, compiler
 from tareador.replay.dag import sorted_unique
 from tareador.replay.global_ops import plan_global_ops
@@ -346,7 +348,7 @@ def replay(trace: DimTrace, machine: Machine, record: bool = False, progress=Non
 # then pointers to the plan's arrays, the loop's outputs and the recorder's (only when recording),
 # each of the type the loop reads it as, then struct network_plan (engine_network.h).
 _SCALARS = ("nthreads", "nmsg", "nkeys", "nnodes", "cores", "policy", "record", "running",
-            "waiting_cpu", "waiting_message", "switching")
+            "waiting_cpu", "waiting_message", "switching", "startup")
 _PLAN_ARRAYS = (("kind", np.int8), ("value", np.float64), ("thread_start", np.int64), ("node", np.int32),
                 ("key", np.int32), ("latency", np.float64), ("transfer", np.float64), ("rendezvous", np.bool_),
                 ("immediate", np.bool_), ("by_irecv", np.bool_))
@@ -390,7 +392,7 @@ def _plan_struct(p: _Plan, machine: Machine, arrays: dict, record: bool) -> _Pla
     scalars = dict(nthreads=len(p.thread_start) - 1, nmsg=len(p.latency), nkeys=p.nkeys,
                    nnodes=int(p.node.max(initial=0)) + 1, cores=p.cpus, policy=POLICIES[machine.policy or "fifo"],
                    record=int(record), running=RUNNING, waiting_cpu=WAITING_CPU, waiting_message=WAITING_MESSAGE,
-                   switching=CONTEXT_SWITCH, nops=len(p.op_size),
+                   switching=CONTEXT_SWITCH, startup=STARTUP_LATENCY, nops=len(p.op_size),
                    gop_pool=machine.nodes if machine.buses else -1,  # _network puts the inter-node bus last
                    group_communication=GROUP_COMMUNICATION)
     pointers = {name: None if a is None else a.ctypes.data for name, a in arrays.items()}
@@ -465,6 +467,7 @@ def _paraver(trace: DimTrace, machine: Machine, p: _Plan, rec: dict, st: np.ndar
 
     threads = [(task, h, int(p.node[base + h])) for task, (base, n) in
                enumerate(zip(trace.task_base.tolist(), trace.threads)) for h in range(n)]
+    types = _task_types(trace, events)
     return ParaverRun(
         end_time=int(nanoseconds(ends.max(initial=0.0))), cpus_per_node=[machine.cores_per_node] * machine.nodes,
         threads=threads,
@@ -475,7 +478,8 @@ def _paraver(trace: DimTrace, machine: Machine, p: _Plan, rec: dict, st: np.ndar
         comms={"thread": rec["sthread"][got], "cpu": cpu(rec["scpu"][got]), "rthread": rec["rthread"][got],
                "rcpu": cpu(rec["rcpu"][got]), "size": p.size[got], "tag": p.tag[got],
                **{name: nanoseconds(rec[name][got]) for name in ("lsend", "psend", "lrecv", "precv")}},
-        event_labels=task_event_labels(_task_types(trace, events)))
+        event_labels=task_event_labels(types) | mpi_events.event_labels(np.unique(trace.a[events]).tolist()),
+        thread_labels=thread_labels(trace.threads, _thread_types(trace, events, types)))
 
 
 def _task_types(trace: DimTrace, events: np.ndarray) -> dict[str, int]:
@@ -484,3 +488,15 @@ def _task_types(trace: DimTrace, events: np.ndarray) -> dict[str, int]:
     values = {int(v) for v in np.unique(trace.b[events][trace.a[events] == TASK_EVENT]) if v}
     names = pcf_value_labels(Path(trace.path).with_suffix(".pcf"), TASK_EVENT)
     return {names.get(v, f"type {v}"): v for v in sorted(values)}
+
+
+def _thread_types(trace: DimTrace, events: np.ndarray, types: dict[str, int]) -> list[str | None]:
+    """Per thread, the task type it runs when it runs only one (a task instance's thread), else None."""
+    mine = events[(trace.a[events] == TASK_EVENT) & (trace.b[events] != 0)]
+    pairs = np.unique(np.stack([trace.gthread[mine], trace.b[mine]]), axis=1)
+    single = np.bincount(pairs[0], minlength=len(trace.thread_start) - 1) == 1
+    name = {v: n for n, v in types.items()}
+    result: list[str | None] = [None] * (len(trace.thread_start) - 1)
+    for g, v in pairs[:, single[pairs[0]]].T.tolist():
+        result[g] = name[v]
+    return result

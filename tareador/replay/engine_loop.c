@@ -80,7 +80,7 @@ enum { STATE_FIELDS = 5 };                       /* thread, cpu + 1, begin, end,
 
 struct plan {
     int64_t nthreads, nmsg, nkeys, nnodes, cores, policy, record;
-    int64_t running, waiting_cpu, waiting_message, switching; /* Paraver state codes */
+    int64_t running, waiting_cpu, waiting_message, switching, startup; /* Paraver state codes */
     double quantum, context_switch;
     const int8_t *kind;
     const double *value;
@@ -346,7 +346,7 @@ static void run(struct loop *L, int32_t t, int64_t cpu)
     L->loose[t] = 1;
     push_event(L, L->now + d, t);
     if (L->p.record)
-        state(L, t, cpu, L->now, L->now + d, L->p.running);
+        state(L, t, cpu, L->now, L->now + d, L->paying[t] ? L->p.startup : L->p.running);
 }
 
 /* put_thread_on_run: the head of node n's queue takes a free CPU and, after the context
@@ -678,7 +678,7 @@ static void burst_ends(struct loop *L, int32_t t)
         return;
     }
     set_cpu_free(L, n, L->cpu_of[t] - (int64_t)n * L->p.cores, 1);
-    if (L->paying[t]) {
+    if (L->paying[t] && L->work[t] < 0) { /* under rr, once its last slice ran */
         L->paying[t] = 0;
         L->paid[t] = 1;
     }
