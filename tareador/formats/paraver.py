@@ -142,12 +142,12 @@ def _row(run: ParaverRun) -> str:
 
 def thread_labels(threads: list[int], kinds: list[str | None]) -> list[str]:
     """Row labels of a Dimemas trace's threads (``threads`` per task, ``kinds`` the task type each
-    thread runs, or None): its tasks are MPI ranks, except in a task-parallel trace of one
-    process, where each thread is a task instance."""
+    thread runs, or None): its tasks are MPI ranks, except in the trace of one process, whose
+    threads are the task instances (or the one sequential run) of that process."""
     out = []
     for task, n in enumerate(threads):
         for h in range(n):
-            label = f"thread {h}" if len(threads) == 1 and n > 1 else f"rank {task}" + (f" thread {h}" if n > 1 else "")
+            label = f"thread {h}" if len(threads) == 1 else f"rank {task}" + (f" thread {h}" if n > 1 else "")
             kind = kinds[len(out)]
             out.append(label if kind is None else f"{label} {printable(kind)}")
     return out
