@@ -41,6 +41,7 @@ test: deps
 benchmark: deps
 	$(PYTHON) benchmarks/trace_overhead.py
 	$(PYTHON) benchmarks/replay_scale.py
+	$(PYTHON) benchmarks/mpi_overhead.py
 
 clean:
 	$(MAKE) -C examples clean
