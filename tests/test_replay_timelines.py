@@ -5,6 +5,7 @@ time is derived below, and on a real 4-rank Jacobi traced by `tareador mpirun`."
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections import Counter
@@ -35,8 +36,10 @@ ONE_BYTE_PER_NS = 1e9 / MB
 
 
 def replay_cli(dim: Path, machine: Path, prv: Path):
+    """Replay with --prv PRV and --chrome PRV.json; the .prv's lines."""
     r = subprocess.run([sys.executable, "-m", "tareador", "replay", str(dim), "--machine", str(machine),
-                        "--prv", str(prv)], capture_output=True, text=True, timeout=120)
+                        "--prv", str(prv), "--chrome", str(prv.with_suffix(".json"))],
+                       capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     return prv.read_text().splitlines()
 
@@ -82,6 +85,15 @@ def test_ping_pong_timeline(tmp_path):
                            (2, 0, 2), (2, 6800, 0), (2, 9800, 1), (2, 10800, 0)]
     assert row_labels(prv) == ["rank 0", "rank 1"]
     assert pcf_value_labels(prv.with_suffix(".pcf"), PTP)[1] == "MPI_Send"
+    # The same in Chrome's JSON (microseconds): a process per rank, each call a slice from its
+    # event to the next, each message an arrow from its logical send to its physical receive.
+    chrome = json.loads(prv.with_suffix(".json").read_text())["traceEvents"]
+    assert [(e["pid"], e["args"]["name"]) for e in chrome if e["name"] == "process_name"] == [(1, "rank 0"),
+                                                                                              (2, "rank 1")]
+    assert sorted((e["pid"], e["name"], e["ts"], e["dur"]) for e in chrome if e["ph"] == "X") == [
+        (1, "MPI_Recv", 6.0, 5.6), (1, "MPI_Send", 5.0, 1.0), (2, "MPI_Recv", 0.0, 6.8), (2, "MPI_Send", 9.8, 1.0)]
+    assert [(e["ph"], e["id"], e["pid"], e["ts"]) for e in chrome if e.get("cat") == "message"] == [
+        ("s", 0, 1, 5.0), ("f", 0, 2, 6.8), ("s", 1, 2, 9.8), ("f", 1, 1, 11.6)]
 
 
 def test_sendrecv_is_one_call_between_its_events(tmp_path):
@@ -137,3 +149,7 @@ def test_jacobi_timeline_has_an_arrow_per_message(mpi_examples, tmp_path, mpi):
     assert per_rank == Counter({**{(k, 3): 4 * sends[k] for k in range(4)}, **{(k, 4): 4 * sends[k] for k in range(4)},
                                 **{(k, 6): 4 for k in range(4)}})
     assert row_labels(prv) == ["rank 0", "rank 1", "rank 2", "rank 3"]
+    chrome = json.loads(prv.with_suffix(".json").read_text())["traceEvents"]
+    arrows = [(e["ph"], e["pid"]) for e in chrome if e.get("cat") == "message"]
+    assert Counter(arrows) == Counter({**{("s", k + 1): 4 * sends[k] for k in range(4)},
+                                       **{("f", k + 1): 4 * sends[k] for k in range(4)}})

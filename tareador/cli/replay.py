@@ -30,6 +30,8 @@ def register(subparsers) -> None:
     p.add_argument("--latency", metavar="LIST", help="inter-node latencies to sweep, seconds, e.g. 1e-6,1e-5")
     p.add_argument("-o", "--output", metavar="DIR",
                    help="where a sweep writes TRACE-sweep.csv and .png (default: beside the trace)")
+    p.add_argument("--chrome", metavar="OUT.json", help="also write a Chrome/Perfetto JSON of the replay: a track "
+                                                       "per rank and thread, an arrow per message")
     p.set_defaults(func=run)
 
 
@@ -43,8 +45,9 @@ def run(args) -> int:
 
     bandwidths, latencies = value_list(args.bandwidth, "--bandwidth"), value_list(args.latency, "--latency")
     sweeping = bandwidths is not None or latencies is not None
-    if sweeping and args.prv:
-        raise UserError("--prv writes one replay, a sweep makes many; drop --prv or the sweep")
+    if sweeping and (args.prv or args.chrome):
+        raise UserError(f"{'--prv' if args.prv else '--chrome'} writes one replay, a sweep makes many; drop it or "
+                        "the sweep")
     machine = with_ranks_per_node(load_machine_arg(args.machine), args.ranks_per_node)
     try:
         trace = read_dim(args.trace)
@@ -82,12 +85,15 @@ def value_list(text: str | None, option: str) -> list[float] | None:
 
 
 def _replay(args, trace, machine, progress):
+    from tareador.formats.chrome import write_replay_chrome
     from tareador.formats.paraver import write_paraver
     from tareador.replay.engine import replay
 
-    result = replay(trace, machine, record=bool(args.prv), progress=progress)
+    result = replay(trace, machine, record=bool(args.prv or args.chrome), progress=progress)
     if args.prv:
         write_paraver(result.paraver, args.prv)
+    if args.chrome:
+        write_replay_chrome(args.chrome, Path(args.trace).name, result.paraver)
     return result
 
 
@@ -99,8 +105,9 @@ def _print_replay(args, result) -> None:
     if len(result.threads) <= 64:
         for t, end in enumerate(result.task_end):
             print(f"Dimemas task {t:>4} ends at {end:.9f} s")
-    if args.prv:
-        print(f"wrote {args.prv}")
+    for wrote in (args.prv, args.chrome):
+        if wrote:
+            print(f"wrote {wrote}")
 
 
 def _sweep(args, trace, machine, bandwidths, latencies) -> int:
