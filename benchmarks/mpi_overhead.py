@@ -8,7 +8,8 @@ the messages. Three tables:
 
 1. Startup: `tareador mpirun` of Jacobi with no iterations (MPI_Init, the exchange-free loop,
    MPI_Finalize): each rank's `tracing_seconds` (its summary.json: spawn, Frida attach, agent,
-   MPI_Init under the tracer, writing its files) against `mpiexec` of the same binary untraced.
+   MPI_Init under the tracer, decoding; not writing its files) against `mpiexec` of the same
+   binary untraced; then its parts, by difference with an empty C program traced alone.
 2. Per-rank cost: the traced seconds of each rank beyond that startup, per traced memory access
    (the summary's `accesses`, what the tracer's work is proportional to), for one rank alone
    (`-np 1`, the sequential reference: the same binary, the same loop, no messages) and for P
@@ -93,6 +94,29 @@ def startup(mpi, exe: Path, tmp: Path, repeat: int) -> dict[int, float]:
     return per_rank
 
 
+def startup_parts(exe: Path, tmp: Path, repeat: int) -> None:
+    """Where a rank's startup goes, by difference: the Python side alone, the tracer on a C
+    program that does nothing (spawn, Frida attach, agent load and compile, writing the trace),
+    and the same on one rank of Jacobi with no iterations (MPI_Init and MPI_Finalize under the
+    tracer, and the MPI library's start)."""
+    empty = tmp / "empty"
+    subprocess.run(["cc", *shlex.split(toolchain.cflags()), "-x", "c", "-", "-o", str(empty),
+                    *shlex.split(toolchain.libs())], input=b"int main(void) { return 0; }\n", check=True)
+    python = min(run_once([sys.executable, "-m", "tareador", "config", "--cflags"])[0] for _ in range(repeat))
+    wall, seconds = float("inf"), float("inf")
+    for _ in range(repeat):
+        wall = min(wall, run_once([sys.executable, "-m", "tareador", "trace", "-o", str(tmp / "empty.tareador"),
+                                   "--", str(empty)])[0])
+        seconds = min(seconds, json.loads((tmp / "empty.tareador" / "summary.json").read_text())["tracing_seconds"])
+    mpi = traced(exe, 1, ["8", "1", "0"], tmp / "startup-parts", repeat)["ranks"][0]["tracing_seconds"]
+    print("\n| part of a rank's startup | seconds |\n|---|---|")
+    print(f"| Python and tareador's imports (`tareador config`) | {python:.2f} |")
+    print(f"| tracer on an empty C program: spawn, Frida attach, agent (its `tracing_seconds`) | {seconds:.2f} |")
+    print(f"| the same, whole `tareador trace` command (imports, writing the trace) | {wall:.2f} |")
+    print(f"| MPI_Init/Finalize under the tracer (1-rank Jacobi, no iterations, minus the empty program) | "
+          f"{mpi - seconds:.2f} |")
+
+
 def per_rank_cost(exe: Path, tmp: Path, n: int, iters: int, repeat: int, fixed: dict[int, float]) -> None:
     print(f"\nper rank: Jacobi N = {n} x {n}, BS = 16, {iters} iterations, split over the ranks; "
           "ns per traced access beyond startup\n")
@@ -133,6 +157,7 @@ def main() -> int:
         exes = {m.name: build(m, tmp / "bin") for m in mpis}
         for m in mpis:
             fixed = startup(m, exes[m.name], tmp / m.name, args.repeat)
+            startup_parts(exes[m.name], tmp / m.name, args.repeat)
             per_rank_cost(exes[m.name], tmp / m.name, args.n, args.iters, args.repeat, fixed)
         print("\n| MPI | run | wall (s) | untraced (s) |\n|---|---|---|---|")
         for m in mpis:
