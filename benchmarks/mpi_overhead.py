@@ -13,11 +13,11 @@ the messages. Three tables:
 2. Per-rank cost: the traced seconds of each rank beyond that startup, per traced memory access
    (the summary's `accesses`, what the tracer's work is proportional to), for one rank alone
    (`-np 1`, the sequential reference: the same binary, the same loop, no messages) and for P
-   ranks. A traced rank keeps two processes busy (the program with the agent, and its tracer
-   decoding what the agent sends), so even one rank uses both cores of this machine and the wall
-   seconds of P ranks include waiting for a core; the fair comparison is the whole run's CPU
-   seconds (every process: launcher, tracers, programs, post-processing) per traced access, which
-   sharing cores does not inflate.
+   ranks. With P = 2 each rank has a core of this 2-core machine, so its seconds are its own and
+   their ratio to one rank's is the per-rank overhead of tracing MPI; with P = 4 two ranks share
+   each core, so a rank's wall seconds are about twice its own. Also shown: the whole run's CPU
+   seconds (every process: launcher, tracers, programs, the untraced check each rank makes after
+   tareador_OFF, post-processing) per traced access, which sharing cores does not inflate.
 3. The acceptance run: `tareador mpirun -np 4` of the Jacobi example with its defaults, whole
    wall time, for each MPI.
 
