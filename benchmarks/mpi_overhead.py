@@ -10,14 +10,17 @@ the messages. Three tables:
    MPI_Finalize): each rank's `tracing_seconds` (its summary.json: spawn, Frida attach, agent,
    MPI_Init under the tracer, decoding; not writing its files) against `mpiexec` of the same
    binary untraced; then its parts, by difference with an empty C program traced alone.
-2. Per-rank cost: the traced seconds of each rank beyond that startup, per traced memory access
-   (the summary's `accesses`, what the tracer's work is proportional to), for one rank alone
-   (`-np 1`, the sequential reference: the same binary, the same loop, no messages) and for P
-   ranks. With P = 2 each rank has a core of this 2-core machine, so its seconds are its own and
-   their ratio to one rank's is the per-rank overhead of tracing MPI; with P = 4 two ranks share
-   each core, so a rank's wall seconds are about twice its own. Also shown: the whole run's CPU
-   seconds (every process: launcher, tracers, programs, the untraced check each rank makes after
-   tareador_OFF, post-processing) per traced access, which sharing cores does not inflate.
+2. Per-rank cost: each rank's CPU seconds (its tracer and its traced program, measured around
+   the tracer that the launcher starts for the rank, as `tareador mpirun` starts it), beyond the
+   same rank's CPU seconds in a run with no iterations, per traced memory access (the summary's
+   `accesses`, what the tracer's work is proportional to); for one rank alone (`-np 1`: the
+   sequential reference, the same binary and loop, no messages) and for P ranks. CPU seconds,
+   not wall seconds: 4 ranks share the 2 cores of this machine (and other jobs share them too),
+   which stretches every rank's wall time but not the CPU its tracing takes. Two things in a
+   rank's CPU are not tracing and count against the P-rank runs: the untraced check each rank
+   makes after tareador_OFF (the whole grid, P times one rank's share of it), and the MPI
+   library polling inside MPI_Waitall and MPI_Finalize while a neighbour waits for a core (MPI
+   ranks busy-wait), which with 4 ranks on 2 cores is large.
 3. The acceptance run: `tareador mpirun -np 4` of the Jacobi example with its defaults, whole
    wall time, for each MPI.
 
@@ -38,7 +41,8 @@ import time
 from pathlib import Path
 
 from tareador.tracing import toolchain
-from tareador.tracing.mpi_launch import MPIS
+from tareador.tracing.mpi_launch import MPIS, rank
+from tareador.tracing.mpirun import TRACER
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,25 +54,22 @@ def build(mpi, out: Path) -> Path:
     return out / mpi.name / "jacobi"
 
 
-def run_once(cmd: list[str], env: dict | None = None) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of every process it started) of one run."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+def run_once(cmd: list[str], env: dict | None = None) -> float:
+    """Wall seconds of one run."""
     start = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return time.perf_counter() - start
 
 
 def traced(exe: Path, ranks: int, args: list[str], out: Path, repeat: int) -> dict:
-    """The fastest of ``repeat`` traced runs: its wall and CPU seconds and each rank's summary."""
+    """The fastest of ``repeat`` traced runs: its wall seconds and each rank's summary."""
     best = None
     for _ in range(repeat):
         cmd = [sys.executable, "-m", "tareador", "mpirun", "-np", str(ranks), "-o", str(out), "--", str(exe), *args]
-        wall, cpu = run_once(cmd)
+        wall = run_once(cmd)
         if best is None or wall < best["wall"]:
             ranks_ = [json.loads((out / f"rank-{r}" / "summary.json").read_text()) for r in range(ranks)]
-            best = {"wall": wall, "cpu": cpu, "ranks": ranks_}
+            best = {"wall": wall, "ranks": ranks_}
     return best
 
 
@@ -76,22 +77,19 @@ def native(mpi, exe: Path, ranks: int, args: list[str], repeat: int) -> float:
     """The untraced run, with the environment `tareador mpirun` gives the launcher (root, more
     ranks than cores)."""
     cmd = mpi.command(ranks, [str(exe), *args])
-    return min(run_once(cmd, mpi.env())[0] for _ in range(repeat))
+    return min(run_once(cmd, mpi.env()) for _ in range(repeat))
 
 
-def startup(mpi, exe: Path, tmp: Path, repeat: int) -> dict[int, float]:
+def startup(mpi, exe: Path, tmp: Path, repeat: int) -> None:
     print(f"\n{mpi.title}: startup, Jacobi with no iterations (N = 8, BS = 1)\n")
     print("| ranks | mpiexec, untraced (s) | tareador mpirun (s) | per rank: tracing_seconds (s) |")
     print("|---|---|---|---|")
-    per_rank = {}
     for ranks in (1, 2, 4):
         args = ["8", "1", "0"]
         t = traced(exe, ranks, args, tmp / f"startup-{ranks}", repeat)
         seconds = [s["tracing_seconds"] for s in t["ranks"]]
-        per_rank[ranks] = min(seconds)
         print(f"| {ranks} | {native(mpi, exe, ranks, args, repeat):.2f} | {t['wall']:.2f} | "
               f"{min(seconds):.2f} to {max(seconds):.2f} |")
-    return per_rank
 
 
 def startup_parts(exe: Path, tmp: Path, repeat: int) -> None:
@@ -102,11 +100,11 @@ def startup_parts(exe: Path, tmp: Path, repeat: int) -> None:
     empty = tmp / "empty"
     subprocess.run(["cc", *shlex.split(toolchain.cflags()), "-x", "c", "-", "-o", str(empty),
                     *shlex.split(toolchain.libs())], input=b"int main(void) { return 0; }\n", check=True)
-    python = min(run_once([sys.executable, "-m", "tareador", "config", "--cflags"])[0] for _ in range(repeat))
+    python = min(run_once([sys.executable, "-m", "tareador", "config", "--cflags"]) for _ in range(repeat))
     wall, seconds = float("inf"), float("inf")
     for _ in range(repeat):
         wall = min(wall, run_once([sys.executable, "-m", "tareador", "trace", "-o", str(tmp / "empty.tareador"),
-                                   "--", str(empty)])[0])
+                                   "--", str(empty)]))
         seconds = min(seconds, json.loads((tmp / "empty.tareador" / "summary.json").read_text())["tracing_seconds"])
     mpi = traced(exe, 1, ["8", "1", "0"], tmp / "startup-parts", repeat)["ranks"][0]["tracing_seconds"]
     print("\n| part of a rank's startup | seconds |\n|---|---|")
@@ -117,22 +115,42 @@ def startup_parts(exe: Path, tmp: Path, repeat: int) -> None:
           f"{mpi - seconds:.2f} |")
 
 
-def per_rank_cost(exe: Path, tmp: Path, n: int, iters: int, repeat: int, fixed: dict[int, float]) -> None:
-    print(f"\nper rank: Jacobi N = {n} x {n}, BS = 16, {iters} iterations, split over the ranks; "
-          "ns per traced access beyond startup\n")
-    print("| ranks | accesses per rank (M) | wall per rank (s) | ns/access per rank | vs 1 rank | "
-          "whole run: wall (s) | CPU (s) | CPU ns/access | vs 1 rank |")
-    print("|---|---|---|---|---|---|---|---|---|")
+def rank_cpu(out: Path, command: list[str]) -> int:
+    """``--rank-cpu OUT -- COMMAND``, what the launcher starts for each rank: run the rank's
+    tracer, then write the CPU seconds it and the program it traced took to OUT/cpu-RANK."""
+    status = subprocess.run(command, close_fds=False).returncode  # the launcher's PMI descriptors
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    (out / f"cpu-{rank()}").write_text(f"{usage.ru_utime + usage.ru_stime}\n")
+    return status
+
+
+def ranks_cpu(mpi, exe: Path, ranks: int, args: list[str], out: Path, repeat: int) -> list[tuple[float, int]]:
+    """(CPU seconds, traced accesses) of each rank, from the run (of ``repeat``) whose slowest rank
+    took least."""
+    best = None
+    for _ in range(repeat):
+        tracer = [sys.executable, *TRACER, "-o", str(out), "--", str(exe), *args]
+        command = mpi.command(ranks, [sys.executable, __file__, "--rank-cpu", str(out), "--", *tracer])
+        run_once(command, mpi.env())
+        got = [(float((out / f"cpu-{r}").read_text()),
+                json.loads((out / f"rank-{r}" / "summary.json").read_text())["accesses"]) for r in range(ranks)]
+        if best is None or max(got)[0] < max(best)[0]:
+            best = got
+    return best
+
+
+def per_rank_cost(mpi, exe: Path, tmp: Path, n: int, iters: int, repeat: int) -> None:
+    print(f"\nper rank: Jacobi N = {n} x {n}, BS = 16, {iters} iterations, split over the ranks; CPU per rank\n")
+    print("| ranks | accesses per rank (M) | CPU per rank (s) | of which startup (s) | ns per access | vs 1 rank |")
+    print("|---|---|---|---|---|---|")
     base = None
     for ranks in (1, 2, 4):
-        t = traced(exe, ranks, [str(n), "16", str(iters)], tmp / f"jacobi-{ranks}", repeat)
-        accesses = [s["accesses"] for s in t["ranks"]]
-        worst = max((s["tracing_seconds"] - fixed[ranks]) / s["accesses"] * 1e9 for s in t["ranks"])
-        cpu = t["cpu"] / sum(accesses) * 1e9
-        base = base or (worst, cpu)
-        print(f"| {ranks} | {max(accesses) / 1e6:.1f} | {max(s['tracing_seconds'] for s in t['ranks']):.2f} | "
-              f"{worst:.1f} | {worst / base[0]:.2f}× | {t['wall']:.2f} | {t['cpu']:.2f} | {cpu:.1f} | "
-              f"{cpu / base[1]:.2f}× |")
+        fixed = min(c for c, _a in ranks_cpu(mpi, exe, ranks, [str(n), "16", "0"], tmp / f"idle-{ranks}", repeat))
+        got = ranks_cpu(mpi, exe, ranks, [str(n), "16", str(iters)], tmp / f"jacobi-{ranks}", repeat)
+        per_access = max((cpu - fixed) / accesses for cpu, accesses in got) * 1e9
+        base = base or per_access
+        print(f"| {ranks} | {max(a for _c, a in got) / 1e6:.1f} | {min(c for c, _a in got):.2f} to "
+              f"{max(c for c, _a in got):.2f} | {fixed:.2f} | {per_access:.1f} | {per_access / base:.2f}× |")
 
 
 def acceptance(mpi, exe: Path, tmp: Path, repeat: int) -> None:
@@ -142,6 +160,8 @@ def acceptance(mpi, exe: Path, tmp: Path, repeat: int) -> None:
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["--rank-cpu"]:
+        return rank_cpu(Path(sys.argv[2]), sys.argv[4:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mpi", default=",".join(MPIS), help="MPIs to measure (default: both)")
     ap.add_argument("--n", type=int, default=1024, help="grid size of the per-rank table (a multiple of 64)")
@@ -156,9 +176,9 @@ def main() -> int:
         tmp = Path(d)
         exes = {m.name: build(m, tmp / "bin") for m in mpis}
         for m in mpis:
-            fixed = startup(m, exes[m.name], tmp / m.name, args.repeat)
+            startup(m, exes[m.name], tmp / m.name, args.repeat)
             startup_parts(exes[m.name], tmp / m.name, args.repeat)
-            per_rank_cost(exes[m.name], tmp / m.name, args.n, args.iters, args.repeat, fixed)
+            per_rank_cost(m, exes[m.name], tmp / m.name, args.n, args.iters, args.repeat)
         print("\n| MPI | run | wall (s) | untraced (s) |\n|---|---|---|---|")
         for m in mpis:
             acceptance(m, exes[m.name], tmp / m.name, args.repeat)
