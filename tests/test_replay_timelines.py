@@ -106,6 +106,26 @@ def test_sendrecv_is_one_call_between_its_events(tmp_path):
     assert lines[at:at + 4] == [f"20:0:0:{PTP}:41", "2:0:0:1:64:7:0:2", "3:0:0:1:64:7:0:0", f"20:0:0:{PTP}:0"]
 
 
+def test_collective_is_one_call_around_its_global_operation(tmp_path):
+    """An MPI_Allreduce (Extrae's collective type 50000002, value 10) entered by rank 0 at 100 ns
+    and by rank 1 at 300 ns, on an ideal network with a node per rank: both leave when the last
+    enters, so rank 0 is in the call (and in Dimemas' state 13, Group Communication) from 100 to
+    300 and rank 1 for no time; both then compute 50 ns (makespan 350)."""
+    enter = [100, 300]
+    make_run(tmp_path, [[call("MPI_Allreduce", -1, -1, 8, enter[r]), call("MPI_Finalize", at=enter[r] + 50)]
+                        for r in range(2)])
+    machine = tmp_path / "m.toml"
+    machine.write_text("[cpu]\nnodes = 2\ncores_per_node = 1\n")
+    prv = tmp_path / "ar.prv"
+    lines = replay_cli(tmp_path / "authentic.dim", machine, prv)
+    assert lines[0].split(":", 2)[2].startswith("350_ns:")
+    assert sorted((e[2], e[4], e[6]) for e in records(lines, "2") if e[5] == 50000002) == [
+        (1, 100, 10), (1, 300, 0), (2, 300, 0), (2, 300, 10)]
+    assert sorted((r[2], r[4], r[5], r[6]) for r in records(lines, "1")) == [
+        (1, 0, 100, 1), (1, 100, 300, 13), (1, 300, 350, 1), (2, 0, 300, 1), (2, 300, 350, 1)]
+    assert pcf_value_labels(prv.with_suffix(".pcf"), 50000002)[10] == "MPI_Allreduce"
+
+
 def test_rows_of_task_parallel_traces(tmp_path):
     """One process: a row per thread, named by the one task type each ompss.dim thread runs;
     the authentic trace's only thread runs them all."""
@@ -115,6 +135,13 @@ def test_rows_of_task_parallel_traces(tmp_path):
     assert ompss.thread_labels == ["thread 0 main", "thread 1 alpha", "thread 2 beta", "thread 3 main"]
     authentic = replay(read_dim(tmp_path / "authentic.dim"), Machine(), record=True).paraver
     assert authentic.thread_labels == ["thread 0"]
+    # Two ranks of two threads (as an MPI/OmpSs trace has), types 1 and 2 unnamed (no .pcf).
+    blocks = [f"1:{t}:{h}:0.0\n20:{t}:{h}:7003:{h + 1}\n1:{t}:{h}:0.000000010\n20:{t}:{h}:7003:0\n"
+              for t in range(2) for h in range(2)]
+    ranks = replay(read_dim(write_dim(tmp_path / "r.dim", "r", [2, 2], blocks)), Machine(nodes=2, cores_per_node=2),
+                   record=True).paraver
+    assert ranks.thread_labels == ["rank 0 thread 0 type 1", "rank 0 thread 1 type 2", "rank 1 thread 0 type 1",
+                                   "rank 1 thread 1 type 2"]
 
 
 @pytest.mark.parametrize("mpi", MPIS.values(), ids=MPIS.keys())

@@ -143,12 +143,13 @@ def _row(run: ParaverRun) -> str:
 def thread_labels(threads: list[int], kinds: list[str | None]) -> list[str]:
     """Row labels of a Dimemas trace's threads (``threads`` per task, ``kinds`` the task type each
     thread runs, or None): its tasks are MPI ranks, except in the trace of one process, whose
-    threads are the task instances (or the one sequential run) of that process."""
+    threads are the task instances (or the one sequential run) of that process. A thread of a
+    task with several is named by its task type too."""
     out = []
     for task, n in enumerate(threads):
         for h in range(n):
             label = f"thread {h}" if len(threads) == 1 else f"rank {task}" + (f" thread {h}" if n > 1 else "")
-            kind = kinds[len(out)]
+            kind = kinds[len(out)] if n > 1 else None
             out.append(label if kind is None else f"{label} {printable(kind)}")
     return out
 
