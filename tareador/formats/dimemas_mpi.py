@@ -65,9 +65,13 @@ def write_mpi_authentic(path: str | Path, traces: Sequence[TaskTrace], calls_by_
     blocks = (thread_block(rank, 0, f"1:{rank}:0:0.000000000\n", trace.tasks, calls_by_rank[rank], records[rank],
                            values, instructions_per_second)
               for rank, trace in enumerate(traces))
-    labels = mpi_events.event_labels(mpi_events.TYPE_LABELS)
     return [write_dim(path, "authentic", [1] * len(traces), blocks, communicators(matching, collectives)),
-            write_task_labels(path, names, labels)]
+            write_labels(path, names)]
+
+
+def write_labels(dim: str | Path, names: list[str]) -> Path:
+    """TRACE.pcf of a run's trace: its task types and the MPI calls (Extrae's numbers)."""
+    return write_task_labels(dim, names, mpi_events.event_labels(mpi_events.TYPE_LABELS))
 
 
 def communicators(matching: Matching, collectives: str) -> dict[int, tuple[int, ...]]:

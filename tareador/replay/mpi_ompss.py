@@ -61,8 +61,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tareador.formats.dimemas import csr, dependency_records, task_thread, thread_start, write_dim, write_task_labels
-from tareador.formats.dimemas_mpi import DEPENDENCY_COMM, on_thread, thread_block
+from tareador.formats.dimemas import csr, dependency_records, task_thread, thread_start, write_dim
+from tareador.formats.dimemas_mpi import DEPENDENCY_COMM, on_thread, thread_block, write_labels
 from tareador.replay.dag import Dag, bottom_levels, dag_from_trace, sorted_unique
 from tareador.taskgraph.model import MpiCall, TaskTrace
 
@@ -73,7 +73,7 @@ def write_mpi_ompss(path: str | Path, names: list[str], blocks_by_rank: Sequence
     ``communicators``: the definitions its global operations need, as authentic.dim's."""
     blocks = (block for rank in blocks_by_rank for block in rank)
     return [write_dim(path, "ompss", [len(b) for b in blocks_by_rank], blocks, communicators),
-            write_task_labels(path, names)]
+            write_labels(path, names)]
 
 
 def rank_threads(rank: int, trace: TaskTrace, calls: Sequence[MpiCall], texts: dict[int, str],
