@@ -49,9 +49,9 @@ def records(lines: list[str], kind: str) -> list[list[int]]:
     return [[int(x) for x in line.split(":")[1:]] for line in lines[1:] if line.startswith(kind + ":")]
 
 
-def row_labels(prv: Path) -> list[str]:
+def row_labels(prv: Path, level: str = "THREAD") -> list[str]:
     lines = prv.with_suffix(".row").read_text().splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("LEVEL THREAD SIZE"))
+    at = next(i for i, line in enumerate(lines) if line.startswith(f"LEVEL {level} SIZE"))
     return lines[at + 1:at + 1 + int(lines[at].split()[-1])]
 
 
@@ -175,7 +175,7 @@ def test_jacobi_timeline_has_an_arrow_per_message(mpi_examples, tmp_path, mpi):
     sends = [1, 2, 2, 1]  # neighbours of each rank
     assert per_rank == Counter({**{(k, 3): 4 * sends[k] for k in range(4)}, **{(k, 4): 4 * sends[k] for k in range(4)},
                                 **{(k, 6): 4 for k in range(4)}})
-    assert row_labels(prv) == ["rank 0", "rank 1", "rank 2", "rank 3"]
+    assert row_labels(prv) == row_labels(prv, "TASK") == ["rank 0", "rank 1", "rank 2", "rank 3"]
     chrome = json.loads(prv.with_suffix(".json").read_text())["traceEvents"]
     arrows = [(e["ph"], e["pid"]) for e in chrome if e.get("cat") == "message"]
     assert Counter(arrows) == Counter({**{("s", k + 1): 4 * sends[k] for k in range(4)},

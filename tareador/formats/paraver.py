@@ -57,6 +57,7 @@ class ParaverRun:
     comms: dict[str, np.ndarray] = field(default_factory=dict)
     event_labels: dict[int, tuple[str, dict[int, str]]] = field(default_factory=dict)
     thread_labels: list[str] | None = None
+    task_labels: list[str] | None = None  # Paraver's task level (an MPI rank), unlabelled if None
 
 
 def _header(run: ParaverRun) -> str:
@@ -135,6 +136,8 @@ def _row(run: ParaverRun) -> str:
         out += [f"{node + 1}.{c + 1}" for c in range(n)]
     out += ["", f"LEVEL NODE SIZE {len(run.cpus_per_node)}"]
     out += [f"node{n + 1}" for n in range(len(run.cpus_per_node))]
+    if run.task_labels:
+        out += ["", f"LEVEL TASK SIZE {len(run.task_labels)}", *run.task_labels]
     labels = run.thread_labels or [f"THREAD 1.{t + 1}.{h + 1}" for t, h, _n in run.threads]
     out += ["", f"LEVEL THREAD SIZE {len(labels)}", *labels]
     return "\n".join(out) + "\n"

@@ -479,7 +479,8 @@ def _paraver(trace: DimTrace, machine: Machine, p: _Plan, rec: dict, st: np.ndar
                "rcpu": cpu(rec["rcpu"][got]), "size": p.size[got], "tag": p.tag[got],
                **{name: nanoseconds(rec[name][got]) for name in ("lsend", "psend", "lrecv", "precv")}},
         event_labels=task_event_labels(types) | mpi_events.event_labels(np.unique(trace.a[events]).tolist()),
-        thread_labels=thread_labels(trace.threads, _thread_types(trace, events, types)))
+        thread_labels=thread_labels(trace.threads, _thread_types(trace, events, types)),
+        task_labels=[f"rank {t}" for t in range(len(trace.threads))] if len(trace.threads) > 1 else None)
 
 
 def _task_types(trace: DimTrace, events: np.ndarray) -> dict[str, int]:
