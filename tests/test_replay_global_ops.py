@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tareador.formats.dimemas import GLOBAL_OPS, DimError, read_dim, write_dim
-from tareador.formats.paraver import GROUP_COMMUNICATION
+from tareador.formats.paraver import GROUP_COMMUNICATION, RUNNING, STARTUP_LATENCY
 from tareador.replay.engine import replay
 from tareador.replay.machine import Machine, MachineError, parse_cfg
 
@@ -45,15 +45,22 @@ def test_allreduce_between_two_nodes(tmp_path):
 
 
 def test_members_wait_in_group_communication_in_paraver(tmp_path):
-    """The Paraver trace of the same replay: each rank is in Paraver's state 13 (Group
-    Communication) from its arrival (rank 1 at 0.5 s, rank 0 at 1 s) to the end, 1.02002 s."""
+    """The Paraver trace of the same replay, as Dimemas' start_global_op writes it: each rank is
+    in state 13 (Group Communication) from its arrival (rank 1 at 0.5 s, rank 0 at 1 s) to the
+    operation's start (1 s), then in state 26 (Startup latency) on its CPU for the operation's
+    latencies (fan-in and fan-out, 10 us each: 1.00002 s), then in 13 again until the end,
+    1.02002 s."""
     blocks = [bursts_around(t, (1.0, 0.5)[t], 0.25, glop(t, ALLREDUCE, 1, 0, MIB, MIB)) for t in (0, 1)]
     trace = read_dim(write_dim(tmp_path / "t.dim", "t", [1, 1], blocks, {1: (0, 1)}))
     states = replay(trace, Machine(nodes=2, inter_latency=1e-5, inter_bandwidth=100.0), record=True).paraver.states
-    group = states["state"] == GROUP_COMMUNICATION
-    assert sorted(zip(states["thread"][group].tolist(), states["begin"][group].tolist(),
-                      states["end"][group].tolist())) == [(0, 1_000_000_000, 1_020_020_000),
-                                                          (1, 500_000_000, 1_020_020_000)]
+    during = states["begin"] >= 500_000_000
+    assert sorted(zip(states["thread"][during].tolist(), states["cpu"][during].tolist(),
+                      states["begin"][during].tolist(), states["end"][during].tolist(),
+                      states["state"][during].tolist())) == sorted([
+        (0, 1, 1_000_000_000, 1_000_020_000, STARTUP_LATENCY), (0, 0, 1_000_020_000, 1_020_020_000, GROUP_COMMUNICATION),
+        (0, 1, 1_020_020_000, 1_270_020_000, RUNNING),
+        (1, 0, 500_000_000, 1_000_000_000, GROUP_COMMUNICATION), (1, 2, 1_000_000_000, 1_000_020_000, STARTUP_LATENCY),
+        (1, 0, 1_000_020_000, 1_020_020_000, GROUP_COMMUNICATION), (1, 2, 1_020_020_000, 1_270_020_000, RUNNING)])
 
 
 def test_allreduce_within_a_node_pays_no_inter_node_part(tmp_path):

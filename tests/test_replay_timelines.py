@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tareador.formats.dimemas import read_dim, write_dim
-from tareador.formats.paraver import pcf_value_labels
+from tareador.formats.paraver import PRIORITY_EVENT, pcf_value_labels
 from tareador.replay.dag import dag_from_trace, write_dim_traces
 from tareador.replay.engine import replay
 from tareador.replay.machine import MB, Machine
@@ -79,6 +79,7 @@ def test_ping_pong_timeline(tmp_path):
     assert states == [(1, 0, 5000, 1), (1, 5000, 6000, 26), (1, 6000, 7000, 26), (1, 7000, 11600, 3),
                       (1, 11600, 13600, 1),
                       (2, 0, 1000, 26), (2, 1000, 6800, 3), (2, 6800, 9800, 1), (2, 9800, 10800, 26)]
+    assert {(r[0], r[2]) for r in records(lines, "2")} == {(1, 1), (2, 2)}  # events on the rank's CPU, as Dimemas
     mpi = [(r[2], r[4], r[6]) for r in records(lines, "2") if r[5] == PTP]
     assert mpi == sorted(mpi, key=lambda e: e[1])  # in time order, file order kept within a time
     assert sorted(mpi) == [(1, 5000, 1), (1, 6000, 0), (1, 6000, 2), (1, 11600, 0),
@@ -133,6 +134,8 @@ def test_rows_of_task_parallel_traces(tmp_path):
     write_dim_traces(dag_from_trace(trace), tmp_path, 1e9)
     ompss = replay(read_dim(tmp_path / "ompss.dim"), Machine(cores_per_node=2), record=True).paraver
     assert ompss.thread_labels == ["thread 0 main", "thread 1 alpha", "thread 2 beta", "thread 3 main"]
+    # ompss.dim sets each thread's priority (event 6999), which Dimemas keeps out of its Paraver trace
+    assert "20:0:0:6999:" in (tmp_path / "ompss.dim").read_text() and PRIORITY_EVENT not in ompss.events["type"]
     authentic = replay(read_dim(tmp_path / "authentic.dim"), Machine(), record=True).paraver
     assert authentic.thread_labels == ["thread 0"]
     # Two ranks of two threads (as an MPI/OmpSs trace has), types 1 and 2 unnamed (no .pcf).

@@ -57,6 +57,9 @@ POLICIES = {"fifo": 0, "cp": 1, "rr": 2}  # enum policy in engine_loop.c
 LOOP_NOMEM, LOOP_DONE = -1, 0  # enum status in engine_loop.c
 NET_DEST_FIRST, NET_STEALS = 1, 2  # message flags in engine_network.h
 NO_PRIORITY = -1  # value of an event action that sets no priority
+# Events Dimemas keeps out of its Paraver trace (prv_utils/paraver.cc PARAVER_Event): idle (0),
+# preemption (6998) and scheduling priority (6999) are the scheduler's, not the program's.
+DIMEMAS_OWN_EVENTS = (0, 6998, PRIORITY_EVENT)
 NS = 1e9  # the event loop counts nanoseconds in floats, as Dimemas does: whole ns stay exact
 PROGRESS_EVERY = 65536  # finished threads between progress reports
 EVENTS_PER_CALL = 1 << 20  # events the loop handles before Python takes a pending Ctrl-C (a few ms)
@@ -102,6 +105,7 @@ class _Plan:
     gop_op: np.ndarray  # per global-operation record (an A_GLOBAL action's value), its operation
     gop_root: np.ndarray  # it claims the root
     gop_time: np.ndarray  # ns its operation takes when it is the root (replay/global_ops.py)
+    gop_startup: np.ndarray  # ns of that time that are latencies (only the Paraver states show them)
     op_size: np.ndarray  # per global operation, its members
 
 
@@ -183,7 +187,7 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
 
     glops = np.flatnonzero(op == GLOBAL_OP)
     msg[glops] = np.arange(len(glops))
-    gop_op, gop_root, gop_time, op_size = plan_global_ops(trace, machine, node_of_task, glops)
+    gop_op, gop_root, gop_time, gop_startup, op_size = plan_global_ops(trace, machine, node_of_task, glops)
 
     # Actions: every burst (an empty one is a scheduling point too), send, receive and global
     # operation, and one per run of consecutive events: what events change is only whether a
@@ -227,7 +231,8 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
                  cpus=min(machine.cores_per_node, busiest), key=send_key, nkeys=int(send_key.max(initial=-1)) + 1,
                  latency=latency, transfer=transfer, rendezvous=((mode[sends] & SYNC_RENDEZVOUS) > 0) | other_thread,
                  immediate=(mode[sends] & SYNC_IMMEDIATE) > 0, by_irecv=by_irecv, size=size, tag=trace.tag[sends],
-                 network=network, gop_op=gop_op, gop_root=gop_root, gop_time=gop_time, op_size=op_size)
+                 network=network, gop_op=gop_op, gop_root=gop_root, gop_time=gop_time, op_size=op_size,
+                 gop_startup=gop_startup)
 
 
 def _check_durations(trace: DimTrace, machine: Machine, kind, value, latency, transfer) -> None:
@@ -355,8 +360,9 @@ _PLAN_ARRAYS = (("kind", np.int8), ("value", np.float64), ("thread_start", np.in
 _OUTPUTS = (("pc", np.int64), ("thread_end", np.float64))
 _RECORDED = (("reach", np.float64), ("lsend", np.float64), ("psend", np.float64), ("lrecv", np.float64),
              ("precv", np.float64), ("sthread", np.int64), ("scpu", np.int64), ("rthread", np.int64),
-             ("rcpu", np.int64))
-_GLOBAL_ARRAYS = (("gop_op", np.int32), ("gop_root", np.bool_), ("gop_time", np.float64), ("op_size", np.int32))
+             ("rcpu", np.int64), ("reach_cpu", np.int64))
+_GLOBAL_ARRAYS = (("gop_op", np.int32), ("gop_root", np.bool_), ("gop_time", np.float64), ("op_size", np.int32),
+                  ("gop_startup", np.float64))
 _NETWORK_ARRAYS = (("src", np.int32), ("dst", np.int32), ("bus", np.int32), ("flags", np.uint8),
                    ("out_cap", np.int64), ("in_cap", np.int64), ("bus_cap", np.int64), ("hd", np.uint8))
 
@@ -380,7 +386,7 @@ def _loop_arrays(p: _Plan, record: bool) -> dict[str, np.ndarray | None]:
     nthreads, nactions, nmsg = len(p.thread_start) - 1, len(p.kind), len(p.latency)
     arrays = {name: np.ascontiguousarray(getattr(p, name), dtype) for name, dtype in _PLAN_ARRAYS + _GLOBAL_ARRAYS}
     arrays |= {name: np.zeros(nthreads, dtype) for name, dtype in _OUTPUTS}
-    arrays |= {name: np.zeros(nactions if name == "reach" else nmsg, dtype) if record else None
+    arrays |= {name: np.zeros(nactions if name in ("reach", "reach_cpu") else nmsg, dtype) if record else None
                for name, dtype in _RECORDED}
     arrays |= {"net_" + name: None if p.network is None else np.ascontiguousarray(p.network[name], dtype)
                for name, dtype in _NETWORK_ARRAYS}
@@ -459,6 +465,7 @@ def _paraver(trace: DimTrace, machine: Machine, p: _Plan, rec: dict, st: np.ndar
     run = np.searchsorted(p.record, events, side="right") - 1  # the event action of each event's run
     g = trace.gthread[events]
     got = rec["rcpu"] > 0  # messages some receive took (an irecv nobody waits for may leave one)
+    shown = ~np.isin(trace.a[events], DIMEMAS_OWN_EVENTS)
 
     def cpu(recorded: np.ndarray) -> np.ndarray:
         """The loop numbers each node's CPUs p.cpus apart, Paraver cores_per_node apart (0: none)."""
@@ -473,8 +480,9 @@ def _paraver(trace: DimTrace, machine: Machine, p: _Plan, rec: dict, st: np.ndar
         threads=threads,
         states={"thread": st[:, 0].astype(np.int64), "cpu": cpu(st[:, 1]), "begin": nanoseconds(st[:, 2]),
                 "end": nanoseconds(st[:, 3]), "state": st[:, 4].astype(np.int64)},
-        events={"thread": g, "cpu": np.zeros(len(g), np.int64), "time": nanoseconds(rec["reach"][run]),
-                "type": trace.a[events], "value": trace.b[events]},
+        events={"thread": g[shown], "cpu": cpu(rec["reach_cpu"][run][shown]),
+                "time": nanoseconds(rec["reach"][run][shown]), "type": trace.a[events][shown],
+                "value": trace.b[events][shown]},
         comms={"thread": rec["sthread"][got], "cpu": cpu(rec["scpu"][got]), "rthread": rec["rthread"][got],
                "rcpu": cpu(rec["rcpu"][got]), "size": p.size[got], "tag": p.tag[got],
                **{name: nanoseconds(rec[name][got]) for name in ("lsend", "psend", "lrecv", "precv")}},

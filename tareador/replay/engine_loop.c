@@ -48,7 +48,8 @@
  *                arrays are NULL when every bus and link is unlimited.
  *                A receive or wait action's value is its message (a wait's: its irecv's), a
  *                global operation's its record g: gop_op[g] its operation, gop_root[g] it claims
- *                the root, gop_time[g] the operation's ns with g as root; op_size[o] members;
+ *                the root, gop_time[g] the operation's ns with g as root (gop_startup[g] of them
+ *                latencies, for the recorder); op_size[o] members;
  *                gop_pool the bus pool (of net) operations take whole (-1: unlimited buses)
  *   outputs      pc: the first action a thread has not done (< thread_start[t + 1]: it never
  *                finished), thread_end
@@ -92,7 +93,7 @@ struct plan {
     int64_t *pc;
     double *thread_end;
     double *reach, *lsend, *psend, *lrecv, *precv;
-    int64_t *sthread, *scpu, *rthread, *rcpu;
+    int64_t *sthread, *scpu, *rthread, *rcpu, *reach_cpu;
     int64_t nops;              /* global operations (replay/global_ops.py) */
     int64_t gop_pool;          /* the inter-node bus pool every operation takes whole, -1: unlimited */
     int64_t group_communication; /* Paraver state of a member in a global operation */
@@ -100,6 +101,7 @@ struct plan {
     const uint8_t *gop_root;   /* it claims the root */
     const double *gop_time;    /* ns its operation takes when it is the root */
     const int32_t *op_size;    /* per operation: its members */
+    const double *gop_startup; /* ns of gop_time[g] that are latencies (Dimemas' startup state) */
     struct network_plan net;
 };
 
@@ -157,6 +159,7 @@ struct loop {
     int32_t *op_root;    /* its root's record (-1: none yet) and thread */
     int32_t *op_root_thread;
     struct queue *op_members; /* the members arrived, in order */
+    double *op_start;    /* recorder: when each started */
 };
 
 /* Room for one more element at the end of v; out of memory, loop_run returns LOOP_NOMEM. */
@@ -568,6 +571,8 @@ static void do_receive(struct loop *L, int32_t t, int64_t i, int64_t m, int k)
 static void begin_global(struct loop *L, int64_t o)
 {
     const struct plan *p = &L->p;
+    if (p->record)
+        L->op_start[o] = L->now;
     push_event(L, L->now + p->gop_time[L->op_root[o]], p->nthreads + 2 * p->nmsg + o);
 }
 
@@ -606,10 +611,17 @@ static void do_global(struct loop *L, int32_t t, int64_t i)
         take_all_buses(L, o);
 }
 
-static void leave_global(struct loop *L, int32_t w)
+/* Recorder, as Dimemas' start_global_op writes it: Group Communication until the operation
+ * starts, its latencies as a startup on the member's CPU, then Group Communication to the end. */
+static void leave_global(struct loop *L, int32_t w, int64_t o)
 {
-    if (L->p.record)
-        state(L, w, -1, L->blocked[w], L->now, L->p.group_communication);
+    const struct plan *p = &L->p;
+    if (p->record) {
+        double start = L->op_start[o], up = start + p->gop_startup[L->op_root[o]];
+        state(L, w, -1, L->blocked[w], start, p->group_communication);
+        state(L, w, L->cpu_of[w], start, up, p->startup);
+        state(L, w, -1, up, L->now, p->group_communication);
+    }
     if (++L->p.pc[w] == end_of(L, w)) {
         finish(L, w);
         return;
@@ -627,9 +639,9 @@ static void close_global(struct loop *L, int64_t o)
     while (L->op_members[o].head >= 0) {
         int32_t w = dequeue(L->next_thread, &L->op_members[o]);
         if (w != root)
-            leave_global(L, w);
+            leave_global(L, w, o);
     }
-    leave_global(L, root);
+    leave_global(L, root, o);
 }
 
 /* SCHEDULER_general's next_op: t, off its CPU, does actions until one takes time or blocks. */
@@ -660,8 +672,10 @@ static void run_actions(struct loop *L, int32_t t)
                 do_receive(L, t, i, m, k);
             return;
         }
-        if (p->record)
+        if (p->record) {
             p->reach[i] = L->now;
+            p->reach_cpu[i] = L->cpu_of[t] + 1; /* where it last ran, as Dimemas writes its events */
+        }
         if (p->value[i] >= 0)
             L->priority[t] = (int64_t)p->value[i];
         p->pc[t]++;
@@ -698,7 +712,7 @@ void loop_free(struct loop *L)
                       L->paid, L->switching, L->work, L->slice, L->arrived, L->parked, L->receivers, L->sent,
                       L->posted, L->sender, L->next_msg, L->next_thread, L->dirty, L->reload.data, L->blocked,
                       L->queued, L->posted_at, L->states.data, L->op_arrived, L->op_root, L->op_root_thread,
-                      L->op_members};
+                      L->op_members, L->op_start};
     free_all(arrays, sizeof arrays / sizeof *arrays);
     free(L);
 }
@@ -741,7 +755,8 @@ struct loop *loop_new(const struct plan *p)
     L->op_root = zeros(p->nops, sizeof *L->op_root);
     L->op_root_thread = zeros(p->nops, sizeof *L->op_root_thread);
     L->op_members = zeros(p->nops, sizeof *L->op_members);
-    if (!(L->op_arrived && L->op_root && L->op_root_thread && L->op_members &&
+    L->op_start = zeros(p->record ? p->nops : 0, sizeof *L->op_start);
+    if (!(L->op_arrived && L->op_root && L->op_root_thread && L->op_members && L->op_start &&
           L->ready && L->free_cpus && L->nfree && L->context && L->cpu_of && L->priority && L->loose &&
           L->paying && L->paid && L->switching && L->work && L->slice && L->arrived && L->parked && L->receivers &&
           L->sent && L->posted && L->sender && L->next_msg && L->next_thread && (L->net || !p->net.flags) &&

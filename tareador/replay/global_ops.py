@@ -54,19 +54,19 @@ CONSTANT, LINEAR, LOGARITHMIC = 1, 2, 3  # .cfg "environment information" field 
 
 def plan_global_ops(trace: DimTrace, machine: Machine, node_of_task: np.ndarray, records: np.ndarray):
     """For the global-operation records (trace order): the operation each belongs to, whether it
-    claims the root, and the ns its operation takes when it is the root; and each operation's
-    number of members.
+    claims the root, the ns its operation takes when it is the root and how many of those are
+    latencies (Dimemas shows them as a startup); and each operation's number of members.
 
     The k-th record of a member task on a communicator is that communicator's k-th operation, as
     each member blocks until the operation ends.
     """
     if not len(records):
-        return np.zeros(0, np.int32), np.zeros(0, bool), np.zeros(0), np.zeros(0, np.int32)
+        return np.zeros(0, np.int32), np.zeros(0, bool), np.zeros(0), np.zeros(0), np.zeros(0, np.int32)
     _check_supported(trace, machine, records)
     task_of = np.repeat(np.arange(len(trace.threads)), trace.threads)
     task, comm, glop = task_of[trace.gthread[records]], trace.comm[records], trace.a[records]
     ops = np.zeros(len(records), np.int64)
-    sizes, time = [], np.zeros(len(records))
+    sizes, time, startup = [], np.zeros(len(records)), np.zeros(len(records))
     for c in np.unique(comm).tolist():
         mine = np.flatnonzero(comm == c)
         members = trace.communicators.get(c)
@@ -89,10 +89,10 @@ def plan_global_ops(trace: DimTrace, machine: Machine, node_of_task: np.ndarray,
         order = mine[np.argsort(task[mine], kind="stable")]
         ops[order] = len(sizes) + np.tile(np.arange(counts[0]), len(members))
         sizes += [len(members)] * int(counts[0])
-        time[mine] = _durations(machine, node_of_task[members], glop[mine], trace.size[records[mine]],
-                                trace.b[records[mine]])
+        time[mine], startup[mine] = _durations(machine, node_of_task[members], glop[mine],
+                                               trace.size[records[mine]], trace.b[records[mine]])
     is_root = np.where(glop == GLOP_REDUCE, trace.tag[records] == task, trace.tag[records] == 1)
-    return ops.astype(np.int32), is_root, time, np.array(sizes, np.int32)
+    return ops.astype(np.int32), is_root, time, startup, np.array(sizes, np.int32)
 
 
 def _check_supported(trace: DimTrace, machine: Machine, records: np.ndarray) -> None:
@@ -134,15 +134,18 @@ def _fan(latency_s: float, bandwidth: float, size: np.ndarray, factor: np.ndarra
 
 
 def _durations(machine: Machine, nodes: np.ndarray, glop: np.ndarray, sent: np.ndarray, received: np.ndarray):
-    """T of each record's operation if that record is the root (see the module docstring)."""
+    """T of each record's operation if that record is the root (see the module docstring), and
+    its latency part, the fans' startups times their factors (calcula_fan's ``latencia``)."""
     model = np.where(glop == GLOP_REDUCE, CONSTANT, machine.collective_model)
     per_node = np.bincount(nodes)
     intra = _factor(model, int(per_node.max()), 0)
     total = (_fan(machine.intra_latency, machine.intra_bandwidth, sent, intra)
              + _fan(machine.intra_latency, machine.intra_bandwidth, received, intra))
+    startup = machine.intra_latency * NS * intra + machine.intra_latency * NS * intra
     if machine.nodes > 1:
         inter = _factor(model, int((per_node > 0).sum()), machine.buses)
         total = (total + _fan(machine.inter_latency, machine.inter_bandwidth, sent, inter)
                  + _fan(machine.inter_latency, machine.inter_bandwidth, received, inter))
-    return total
+        startup = startup + machine.inter_latency * NS * inter + machine.inter_latency * NS * inter
+    return total, startup
 
