@@ -171,6 +171,7 @@ def test_jacobi_timeline_has_an_arrow_per_message(mpi_examples, tmp_path, mpi):
     assert all(c[0] == 16 * (c[2] - 1) + 1 and c[6] == 16 * (c[8] - 1) + 1 for c in comms)
     assert all(c[5] - c[4] >= 10000 for c in comms)
     assert all(abs(c[11] - c[5] - 768e9 / (100 * MB)) <= 0.5 for c in comms)
+    assert {(e[0], e[2]) for e in records(lines, "2")} == {(16 * k + 1, k + 1) for k in range(4)}  # its node's CPU 1
     events = Counter((e[2] - 1, e[4], e[6]) for e in records(lines, "2") if e[5] == PTP)
     assert all(events[c[2] - 1, c[4], 3] for c in comms)  # an MPI_Isend of the sender at the logical send
     assert all(events[c[8] - 1, c[10], 4] for c in comms)  # an MPI_Irecv of the receiver at the logical receive
