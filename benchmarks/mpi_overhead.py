@@ -17,10 +17,10 @@ the messages. Three tables:
    sequential reference, the same binary and loop, no messages) and for P ranks. CPU seconds,
    not wall seconds: 4 ranks share the 2 cores of this machine (and other jobs share them too),
    which stretches every rank's wall time but not the CPU its tracing takes. Two things in a
-   rank's CPU are not tracing and count against the P-rank runs: the untraced check each rank
-   makes after tareador_OFF (the whole grid, P times one rank's share of it), and the MPI
-   library polling inside MPI_Waitall and MPI_Finalize while a neighbour waits for a core (MPI
-   ranks busy-wait), which with 4 ranks on 2 cores is large.
+   rank's CPU are not tracing and count against the P-rank runs, so their ratio to one rank is
+   an upper bound: the untraced check each rank makes after tareador_OFF (the whole grid, P
+   times one rank's share of it), and the MPI library polling inside MPI_Waitall and
+   MPI_Finalize while a neighbour waits for a core (MPI ranks busy-wait).
 3. The acceptance run: `tareador mpirun -np 4` of the Jacobi example with its defaults, whole
    wall time, for each MPI.
 
