@@ -38,10 +38,12 @@ def run(args) -> int:
 def postprocess(directory: str | Path, ending: str | None = None, collectives: str = "dimemas"):
     """The run's files, then its authentic Dimemas trace (collectives written as ``collectives``,
     see formats/dimemas_mpi.py); returns the MpiRun."""
+    from tareador.cli.patterns import write_run_patterns
     from tareador.formats.dimemas_mpi import write_mpi_authentic
     from tareador.taskgraph.mpi import build_run
 
     result = build_run(directory, ending)
+    write_run_patterns(directory, result.messages)
     write_mpi_authentic(Path(directory) / "authentic.dim", result.ranks, result.calls_by_rank, result.matching,
                         collectives=collectives)
     return result

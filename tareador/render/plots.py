@@ -118,3 +118,21 @@ def plot_whatif(result: WhatIf, cores: int | None, path: str | Path) -> Path:
                  f"(unaccelerated {base * scale:.4g} {unit})")
     ax.legend(fontsize="small")
     return _save(fig, path)
+
+
+def plot_patterns(name: str, transfers: list, path: str | Path) -> Path:
+    """The thesis' Fig. 5.11 for one transfer class: every element of every message of the class,
+    x its index in the message, y when it became final (production, left) or was first read
+    (consumption, right) in % of the interval; elements never read are not drawn."""
+    fig = Figure(figsize=(10, 4))
+    for ax, side, title in ((fig.add_subplot(1, 2, 1), "production", "production: last write"),
+                            (fig.add_subplot(1, 2, 2), "consumption", "consumption: first read")):
+        for t in transfers:
+            values = 100.0 * getattr(t, side)
+            ax.scatter(np.arange(len(values)), values, s=4, alpha=0.5)
+        ax.set_xlabel("element of the message")
+        ax.set_ylabel(f"% of the {side} interval")
+        ax.set_ylim(-2, 102)
+        ax.set_title(f"{_text(name)}: {title} ({len(transfers)} messages)")
+        ax.grid(True, alpha=0.3)
+    return _save(fig, path)

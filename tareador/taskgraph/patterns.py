@@ -144,3 +144,14 @@ def transfer_patterns(messages: Sequence, ranks: Sequence[RankPatterns]) -> list
         result.append(TransferPattern(m.id, m.src, m.dst, m.tag, m.bytes, start, sent, completed, end,
                                       produced, consumed))
     return result
+
+
+def save_run_patterns(path: str | Path, transfers: Sequence[TransferPattern]) -> None:
+    """The elements of every transfer, for plots: message ids, then each side's fractions
+    concatenated with offsets (elements of message k: values[offsets[k]:offsets[k + 1]])."""
+    arrays = {"message": np.array([t.message for t in transfers], dtype=np.int64)}
+    for side in ("production", "consumption"):
+        values = [getattr(t, side) for t in transfers]
+        arrays[f"{side}_offsets"] = np.concatenate([[0], np.cumsum([len(v) for v in values])]).astype(np.int64)
+        arrays[side] = np.concatenate(values) if values else np.zeros(0)
+    np.savez_compressed(path, **arrays)

@@ -1,0 +1,136 @@
+"""Production and consumption patterns (tareador patterns) of examples/patterns, whose header
+derives the figures each mode must give, traced with `tareador mpirun` under both real MPIs; the
+statistics on hand-made patterns; and what is refused."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import EXAMPLES, require
+from tareador.analyses.patterns import figures, statistics
+from tareador.taskgraph.patterns import TransferPattern
+from tareador.tracing import toolchain
+from tareador.tracing.mpi_launch import MPICH, MPIS, OPEN_MPI
+
+# N = 256 doubles, W = 200 iterations per unit, 3 messages
+ARGS = ["256", "200", "3"]
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory):
+    """traced(mpi, producer, consumer) -> the run directory of examples/patterns in those modes."""
+    out = tmp_path_factory.mktemp("patterns")
+    done = {}
+
+    def trace(mpi, producer, consumer):
+        require(mpi)
+        key = (mpi.name, producer, consumer)
+        if key not in done:
+            subprocess.run(["make", "-s", "-C", str(EXAMPLES), f"MPI={mpi.name}", f"BIN={out}",
+                            f"TAREADOR_CFLAGS={toolchain.cflags()}", f"TAREADOR_LIBS={toolchain.libs()}", "patterns"],
+                           check=True)
+            run_dir = out / "-".join(key)
+            r = tareador("mpirun", "-np", "2", "-o", run_dir, "--", out / mpi.name / "patterns", *ARGS, producer,
+                         consumer)
+            assert r.returncode == 0, r.stderr
+            assert "check=ok" in r.stdout
+            done[key] = run_dir
+        return done[key]
+
+    return trace
+
+
+def tareador(*args):
+    return subprocess.run([sys.executable, "-m", "tareador", *map(str, args)], capture_output=True, text=True,
+                          timeout=120)
+
+
+def rows(run_dir):
+    with open(run_dir / "patterns.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def near(value, expected, points=3.0):
+    return abs(float(value) - expected) <= points
+
+
+@pytest.mark.parametrize("mpi", MPIS.values(), ids=MPIS.keys())
+def test_linear_producer_and_consumer(traced, mpi):
+    """Header of examples/patterns: linear production gives 25 / 50 / 100 % for 1, 2, 4 chunks
+    complete; linear consumption 0 / 25 / 50 % passed with nothing, the best chunk, the best two."""
+    table = rows(traced(mpi, "linear", "linear"))
+    assert [(r["message"], r["src"], r["dst"], r["tag"], r["bytes"]) for r in table] == \
+        [(str(k), "0", "1", str(k), "2048") for k in range(3)]
+    for r in table:
+        assert near(r["prod_1elem"], 0) and near(r["prod_quarter"], 25) and near(r["prod_half"], 50)
+        assert near(r["prod_whole"], 100)
+        assert near(r["cons_nothing"], 0) and near(r["cons_quarter"], 25) and near(r["cons_half"], 50)
+        # an interval is N units of W iterations: more than N * W instructions
+        assert int(r["production_interval"]) > 256 * 200 and int(r["consumption_interval"]) > 256 * 200
+
+
+@pytest.mark.parametrize("mpi", MPIS.values(), ids=MPIS.keys())
+def test_copy_before_send_and_late_consumer(traced, mpi):
+    """A producer that copies into the buffer just before the send: every figure >= 95 %; a
+    consumer that first works 2N/3 units on its own: nothing = 40 %, then linear over the other
+    60 %: quarter = 40 + 60/4 = 55 %, half = 40 + 60/2 = 70 %."""
+    for r in rows(traced(mpi, "copy", "late")):
+        assert all(float(r[f]) >= 95 for f in ("prod_1elem", "prod_quarter", "prod_half", "prod_whole"))
+        assert near(r["cons_nothing"], 40) and near(r["cons_quarter"], 55) and near(r["cons_half"], 70)
+
+
+def test_patterns_command_tables_json_files_and_plots(traced):
+    run_dir = traced(MPICH, "linear", "linear")
+    r = tareador("patterns", run_dir, "--json", "--chunks", "8")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["chunks"] == 8 and out["messages"] == 3
+    assert [c["name"] for c in out["classes"]] == ["0->1", "all"]
+    mean = out["classes"][-1]["mean"]
+    # 8 chunks: quarter = 2 chunks complete (25 %), half = 4 (50 %), as with 4 chunks
+    assert near(mean["prod_quarter"], 25) and near(mean["prod_half"], 50) and near(mean["cons_half"], 50)
+    assert out["plots"] == [str(run_dir / "patterns-0-1.png")]
+    assert (run_dir / "patterns-0-1.png").read_bytes()[:4] == b"\x89PNG"
+    with np.load(run_dir / "patterns.npz") as f:
+        assert f["message"].tolist() == [0, 1, 2]
+        assert f["production_offsets"].tolist() == [0, 256, 512, 768]
+        # linear production: element i final at (i + 1) / N of the interval
+        assert np.allclose(f["production"][:256], (np.arange(256) + 1) / 256, atol=0.01)
+    text = tareador("patterns", run_dir, "--no-plots")
+    assert text.returncode == 0
+    assert "0->1" in text.stdout and "distribution over all messages" in text.stdout
+
+
+def test_patterns_refuses_what_it_cannot_use(tmp_path, traced):
+    run_dir = traced(OPEN_MPI, "linear", "linear")
+    for args, says in ((["--chunks", "0"], "--chunks 0"), ([], None)):
+        target = run_dir if args else tmp_path
+        r = tareador("patterns", target, *args)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+        assert (says or "not the directory of an MPI run") in r.stderr
+
+
+def pattern(production, consumption):
+    return TransferPattern(0, 0, 1, 0, 8 * len(production), 0, 100, 0, 100, np.array(production, dtype=float),
+                           np.array(consumption, dtype=float))
+
+
+def test_figures_by_hand():
+    """8 elements in 4 chunks of 2. Production: chunks complete at max(.1,.9)=.9, max(.2,.3)=.3,
+    .5, .7 -> sorted .3 .5 .7 .9: quarter 30, half 50, whole 90; 1 elem = .1. Consumption: chunks
+    first needed at .6, .2 (the other element never read), 1 (never read), .4 -> sorted .2 .4 .6 1:
+    nothing 20, quarter (2nd) 40, half (3rd) 60."""
+    f = figures(pattern([.1, .9, .2, .3, .5, .4, .7, .6], [.6, .8, .2, np.nan, np.nan, np.nan, .4, .9]))
+    assert (f.prod_1elem, f.prod_quarter, f.prod_half, f.prod_whole) == (10, 30, 50, 90)
+    assert (f.cons_nothing, f.cons_quarter, f.cons_half) == (20, 40, 60)
+    # one chunk: quarter and half need the whole message; nothing else to receive -> 100 % passed
+    f1 = figures(pattern([.1, .9], [.3, .5]), chunks=1)
+    assert (f1.prod_quarter, f1.prod_half, f1.prod_whole, f1.cons_nothing, f1.cons_quarter) == (90, 90, 90, 30, 100)
+    both = statistics([f, f1])
+    assert [s.name for s in both] == ["0->1", "all"] and both[-1].mean["prod_whole"] == 90
