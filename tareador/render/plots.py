@@ -136,3 +136,20 @@ def plot_patterns(name: str, transfers: list, path: str | Path) -> Path:
         ax.set_title(f"{_text(name)}: {title} ({len(transfers)} messages)")
         ax.grid(True, alpha=0.3)
     return _save(fig, path)
+
+
+def plot_overlap(study, title: str, path: str | Path) -> Path:
+    """Speedup of the overlapped runs over the authentic one against the bandwidth (Fig. 5.14)."""
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.add_subplot(1, 1, 1)
+    bandwidths = [p.bandwidth for p in study.points]
+    for kind, style in (("real", "o-"), ("ideal", "s--")):
+        ax.plot(bandwidths, [p.speedup(kind) for p in study.points], style, label=f"overlap-{kind}")
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("bandwidth (MB/s)")
+    ax.set_ylabel("speedup over the authentic run")
+    ax.set_title(_text(title))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    return _save(fig, path)
