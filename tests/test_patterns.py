@@ -9,17 +9,24 @@ import json
 import subprocess
 import sys
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from conftest import EXAMPLES, require
 from tareador.analyses.patterns import figures, statistics
+from tareador.formats.dimemas import read_dim
+from tareador.replay.engine import replay
+from tareador.replay.machine import load_machine
 from tareador.taskgraph.patterns import TransferPattern
 from tareador.tracing import toolchain
 from tareador.tracing.mpi_launch import MPICH, MPIS, OPEN_MPI
 
 # N = 256 doubles, W = 200 iterations per unit, 3 messages
 ARGS = ["256", "200", "3"]
+# 4 nodes, one rank each: every message crosses the 100 MB/s, 10 us network
+CLUSTER = EXAMPLES / "machines" / "cluster.toml"
 
 
 @pytest.fixture(scope="module")
@@ -134,3 +141,107 @@ def test_figures_by_hand():
     assert (f1.prod_quarter, f1.prod_half, f1.prod_whole, f1.cons_nothing, f1.cons_quarter) == (90, 90, 90, 30, 100)
     both = statistics([f, f1])
     assert [s.name for s in both] == ["0->1", "all"] and both[-1].mean["prod_whole"] == 90
+
+
+# ---- overlapped traces and tareador overlap ----
+
+def replays(run_dir, machine):
+    """Makespans of the authentic and both overlapped traces of a run (written by tareador overlap)."""
+    return {name: replay(read_dim(run_dir / f"{name}.dim"), machine).makespan
+            for name in ("authentic", "overlap-real", "overlap-ideal")}
+
+
+def overlapped(run_dir, *args):
+    r = tareador("overlap", run_dir, "--machine", CLUSTER, "--bandwidth", "1,4,100", "--json", *args)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_overlapped_traces_chunk_every_message(traced):
+    """3 messages of 2048 bytes in 4 chunks: rank 0 sends 12 chunks of 512 bytes (immediate), rank
+    1 posts 4 irecvs per message and waits for each chunk once; no other communication."""
+    run_dir = traced(MPICH, "linear", "linear")
+    overlapped(run_dir)
+    for kind in ("real", "ideal"):
+        trace = read_dim(run_dir / f"overlap-{kind}.dim")
+        lines = (run_dir / f"overlap-{kind}.dim").read_text().splitlines()
+        sends = [line.split(":") for line in lines if line.startswith("2:")]
+        receives = [line.split(":") for line in lines if line.startswith("3:")]
+        assert len(sends) == 12 and all(s[1] == "0" and s[3] == "1" and s[4] == "512" and s[7] == "2" for s in sends)
+        assert sorted(r[7] for r in receives) == ["1"] * 12 + ["2"] * 12
+        assert sorted(int(s[5]) for s in sends) == list(range(12))
+        assert len(trace.threads) == 2
+
+
+def test_unbounded_network_copy_producer_gains_nothing(traced):
+    """Zero latency, unbounded bandwidth, copy producer and linear consumer: every chunk is ready
+    only at the original send (>= 99.9 % of the interval) and the consumer needs chunk 0 at once,
+    so it waits where the authentic receive waited: real = authentic within 1 %; ideal sends its
+    chunks spread over the production and is never slower."""
+    run_dir = traced(MPICH, "copy", "linear")
+    overlapped(run_dir)
+    free = replace(load_machine(CLUSTER), inter_bandwidth=0.0, inter_latency=0.0)
+    t = replays(run_dir, free)
+    assert abs(t["overlap-real"] - t["authentic"]) <= 0.01 * t["authentic"]
+    assert t["overlap-ideal"] <= t["authentic"] * 1.001
+
+
+def test_unbounded_network_linear_pipeline_gains_three_quarters_of_a_phase(traced):
+    """Zero latency, unbounded bandwidth, linear producer and consumer, phases of T instructions
+    on both (N units of W iterations): the authentic consumer starts message 0 at T and ends at
+    T + 3T; chunked, it starts on chunk 0 at T/4 and every later chunk is ready when needed, so it
+    ends at T/4 + 3T: 0.75 T earlier (within 2 % of the run)."""
+    run_dir = traced(MPICH, "linear", "linear")
+    overlapped(run_dir)
+    free = replace(load_machine(CLUSTER), inter_bandwidth=0.0, inter_latency=0.0)
+    t = replays(run_dir, free)
+    phase = float(rows(run_dir)[0]["production_interval"]) / free.rate
+    for kind in ("overlap-real", "overlap-ideal"):
+        assert abs(t[kind] - (t["authentic"] - 0.75 * phase)) <= 0.02 * t["authentic"]
+
+
+def test_transfer_as_long_as_computation_overlap_gains_and_ideal_is_never_behind(traced):
+    """At 4 MB/s a 2048-byte message takes 2048 / (4 * 2^20) = 0.49 ms, about a phase (256 units
+    of ~2000 instructions at 1e9/s = 0.52 ms): the chunked runs are faster than the authentic one;
+    and the ideal patterns are never slower than the real ones at any bandwidth (1e-3: the linear
+    producer's real patterns are ideal to within a block of instructions)."""
+    for modes in (("linear", "linear"), ("copy", "late")):
+        out = overlapped(traced(MPICH, *modes))
+        at4 = next(p for p in out["points"] if p["bandwidth"] == 4)
+        assert at4["speedup_real"] > 1.05 and at4["speedup_ideal"] > 1.05
+        assert all(p["speedup_ideal"] >= p["speedup_real"] - 1e-3 for p in out["points"])
+    # copy/late: the real chunks leave only at the send, the ideal ones during the production
+    assert at4["speedup_ideal"] > at4["speedup_real"] + 0.05
+
+
+def test_overlap_command_table_files_and_tolerable_reduction(traced):
+    run_dir = traced(OPEN_MPI, "linear", "linear")
+    r = tareador("overlap", run_dir, "--machine", CLUSTER, "--bandwidth", "100,1,4,25")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert [line.split()[0] for line in lines[2:6]] == ["1", "4", "25", "100"]
+    with open(run_dir / "overlap.csv", newline="") as f:
+        table = list(csv.DictReader(f))
+    assert [float(row["bandwidth_mb_s"]) for row in table] == [1, 4, 25, 100]
+    assert (run_dir / "overlap.png").read_bytes()[:4] == b"\x89PNG"
+    out = overlapped(run_dir)
+    # cluster.toml's 100 MB/s is the reference; the lowest swept bandwidth at which an overlapped
+    # run is no slower than the authentic one there gives the factor
+    reference = out["reference_time"]
+    keeping = [p["bandwidth"] for p in out["points"] if p["times"]["real"] <= reference * (1 + 1e-9)]
+    assert out["tolerable_bandwidth_reduction"]["real"] == 100 / min(keeping) > 1
+
+
+def test_overlap_refuses_bad_input_in_one_line(tmp_path, traced, compile_c):
+    run_dir = traced(MPICH, "linear", "linear")
+    sequential = tmp_path / "seq.tareador"
+    exe = compile_c(EXAMPLES / "heat" / "heat.c")
+    assert tareador("trace", "--no-progress", "-o", sequential, "--", exe).returncode == 0
+    cases = [((run_dir, "--bandwidth", "0"), "'0' is not a positive number"),
+             ((run_dir, "--bandwidth", "10,-1"), "'-1' is not a positive number"),
+             ((run_dir, "--bandwidth", "fast"), "'fast' is not a positive number"),
+             ((run_dir, "--bandwidth", "10", "--chunks", "0"), "--chunks 0"),
+             ((sequential, "--bandwidth", "10"), "not the directory of an MPI run")]
+    for args, says in cases:
+        r = tareador("overlap", *args[:1], "--machine", CLUSTER, *args[1:])
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and says in r.stderr, r.stderr
