@@ -41,11 +41,13 @@ def save_rank_patterns(directory: str | Path, rows: np.ndarray, times: np.ndarra
 
 @dataclass(frozen=True)
 class RankPatterns:
-    """One rank's buffers: arrays indexed alike (FIELDS), and the elements' raw times."""
+    """One rank's buffers: arrays indexed alike (FIELDS), the elements' raw times, and where each
+    buffer's production interval starts (production_starts)."""
 
     columns: dict[str, np.ndarray]
     times: np.ndarray
     end: int
+    starts: np.ndarray
 
     def row_of(self, call: int, receive: bool) -> int | None:
         hits = np.flatnonzero((self.columns["call"] == call) & (self.columns["receive"] == int(receive)))
@@ -58,13 +60,16 @@ class RankPatterns:
 
 
 def load_rank_patterns(directory: Path) -> RankPatterns:
+    """One rank's patterns.npz, ready for transfer_patterns: the per-rank part of the work, which
+    a process pool (or mpi4py ranks) can run for every rank at once."""
     path = directory / RANK_FILE
     if not path.exists():
         raise TraceDirError(f"{path} is missing: the run was traced without patterns; trace it again with "
                             "'tareador mpirun' (patterns are recorded for every MPI run)")
     try:
         with np.load(path, allow_pickle=False) as f:
-            return RankPatterns({k: f[k] for k in FIELDS}, f["times"], int(f["rank_end"]))
+            columns = {k: f[k] for k in FIELDS}
+            return RankPatterns(columns, f["times"], int(f["rank_end"]), production_starts(columns))
     except (OSError, ValueError, KeyError) as e:
         raise TraceDirError(f"{path} is not a patterns file ({e}); trace the run again") from None
 
@@ -103,10 +108,9 @@ class TransferPattern:
         return self.completion_time + np.nan_to_num(self.consumption, nan=1.0) * self.consumption_interval
 
 
-def production_starts(ranks: RankPatterns) -> np.ndarray:
+def production_starts(c: dict[str, np.ndarray]) -> np.ndarray:
     """Per buffer row, where its production interval starts: the previous send from the same
     address (rows are in call order), or 0, the start of tracing."""
-    c = ranks.columns
     starts = np.zeros(len(c["call"]), dtype=np.uint64)
     last: dict[int, int] = {}
     for i in np.flatnonzero(c["receive"] == 0).tolist():
@@ -126,14 +130,13 @@ def _fractions(times: np.ndarray, start: int, stop: int) -> np.ndarray:
 def transfer_patterns(messages: Sequence, ranks: Sequence[RankPatterns]) -> list[TransferPattern]:
     """One TransferPattern per message (tareador.taskgraph.mpi.Message) whose two buffers were
     recorded (an empty message, or one from MPI_PROC_NULL, has none)."""
-    starts = [production_starts(r) for r in ranks]
     result = []
     for m in messages:
         sender, receiver = ranks[m.src], ranks[m.dst]
         s, r = sender.row_of(m.send_seq, False), receiver.row_of(m.recv_seq, True)
         if s is None or r is None:
             continue
-        start, sent = int(starts[m.src][s]), int(sender.columns["at"][s])
+        start, sent = int(sender.starts[s]), int(sender.columns["at"][s])
         produced = _fractions(sender.elements(s), start, sent)
         completed = int(receiver.columns["at"][r])
         end = int(receiver.columns["end"][r])
