@@ -198,7 +198,8 @@ function loadMpi(source, library) {
   /* Whole pages: zeroed. */
   const state = Memory.alloc(Process.pageSize);
   const symbols = { tareador_mpi: state, tareador_thread: native.thread };
-  for (const name of ['tr_enter_mpi', 'tr_leave_mpi', 'tr_mpi_access', 'tr_grow', 'tr_pattern_send', 'tr_pattern_receive'])
+  for (const name of ['tr_enter_mpi', 'tr_leave_mpi', 'tr_mpi_access', 'tr_grow', 'tr_pattern_send',
+    'tr_pattern_receive'])
     symbols[name] = lib.getExportByName(name);
   for (const name of MPI_QUERIES)
     symbols['PMPI_' + name] = library.findExportByName('PMPI_' + name) || library.getExportByName('MPI_' + name);

@@ -49,34 +49,18 @@ def bandwidth_list(text: str) -> list[float]:
 
 def run(args) -> int:
     from tareador.analyses.overlap import TRACES, overlap_sweep
-    from tareador.analyses.patterns import PatternsError, check_chunks
-    from tareador.cli.main import UserError
-    from tareador.cli.patterns import write_run_patterns
+    from tareador.cli.patterns import run_patterns
     from tareador.cli.simulate import load_machine_arg
     from tareador.formats.dimemas import read_dim
     from tareador.formats.dimemas_mpi import write_mpi_authentic
     from tareador.formats.overlap import KINDS, write_overlap_trace
     from tareador.render.plots import plot_overlap
     from tareador.replay.engine import replay
-    from tareador.taskgraph.mpi import load_run
-    from tareador.taskgraph.store import is_run
 
     d = Path(args.run_dir)
-    try:
-        check_chunks(args.chunks)
-    except PatternsError as e:
-        raise UserError(str(e)) from None
     bandwidths = bandwidth_list(args.bandwidth)
     machine = load_machine_arg(args.machine)
-    if not is_run(d):
-        raise UserError(f"{d} is not the directory of an MPI run (no rank-N/ in it): trace the program with "
-                        "'tareador mpirun -np N -o DIR -- ./program'")
-    mpi_run = load_run(d)
-    written = write_run_patterns(d, mpi_run.messages, args.chunks)
-    if written is None or not written[0]:
-        raise UserError(f"{d}: no point-to-point message with recorded patterns to overlap (a run without MPI "
-                        "messages, or traced before patterns were recorded)")
-    transfers = written[0]
+    mpi_run, transfers, _ = run_patterns(d, args.chunks)
     paths = {"authentic": d / "authentic.dim"}
     if mpi_run.matching.collectives:  # compared with the same point-to-point collectives as the overlapped traces
         paths["authentic"] = write_mpi_authentic(d / "authentic-p2p.dim", mpi_run.ranks, mpi_run.calls_by_rank,

@@ -49,30 +49,37 @@ def write_run_patterns(directory: str | Path, messages, chunks: int = 4):
     return transfers, rows
 
 
-def run(args) -> int:
-    from tareador.analyses.patterns import PatternsError, check_chunks, statistics
+def run_patterns(directory: str | Path, chunks: int):
+    """(MpiRun, transfers, figures) of a run directory, patterns.csv/npz rewritten with ``chunks``;
+    what cannot be used is a UserError."""
+    from tareador.analyses.patterns import PatternsError, check_chunks
     from tareador.cli.main import UserError
-    from tareador.render.plots import plot_patterns
-    from tareador.render.summary import format_pattern_statistics
     from tareador.taskgraph.mpi import load_run
     from tareador.taskgraph.store import is_run
 
-    d = Path(args.run_dir)
+    d = Path(directory)
     try:
-        check_chunks(args.chunks)
+        check_chunks(chunks)
     except PatternsError as e:
         raise UserError(str(e)) from None
     if not is_run(d):
         raise UserError(f"{d} is not the directory of an MPI run (no rank-N/ in it): trace the program with "
                         "'tareador mpirun -np N -o DIR -- ./program'")
-    run_ = load_run(d)
-    written = write_run_patterns(d, run_.messages, args.chunks)
-    if written is None:
-        raise UserError(f"{d} holds no patterns (traced before they were recorded): trace it again with "
-                        "'tareador mpirun'")
-    transfers, rows = written
-    if not rows:
-        raise UserError(f"{d}: the run has no point-to-point message with data, so no patterns to show")
+    mpi_run = load_run(d)
+    written = write_run_patterns(d, mpi_run.messages, chunks)
+    if written is None or not written[0]:
+        raise UserError(f"{d}: no point-to-point message with recorded patterns (a run without MPI messages, or "
+                        "traced before patterns were recorded: trace it again with 'tareador mpirun')")
+    return mpi_run, *written
+
+
+def run(args) -> int:
+    from tareador.analyses.patterns import statistics
+    from tareador.render.plots import plot_patterns
+    from tareador.render.summary import format_pattern_statistics
+
+    d = Path(args.run_dir)
+    _, transfers, rows = run_patterns(d, args.chunks)
     stats = statistics(rows)
     plots = []
     if not args.no_plots:
