@@ -33,6 +33,8 @@ demo: examples
 	tareador graph $(DEMO)
 	tareador simulate $(DEMO) --cores 1,2,4,8,16,inf --plot --prv --chrome --csv --dim
 	tareador whatif $(DEMO) --factors 2,inf --cores 1,4,16,inf --plot
+	tareador mpirun -np 2 -o out/jacobi.tareador -- examples/bin/mpich/jacobi
+	tareador simulate out/jacobi.tareador --machine examples/machines/cluster.toml --plot
 	tareador mpirun -np 2 -o $(OVERLAP_DEMO) -- examples/bin/mpich/patterns 256 200 3 copy late
 	tareador patterns $(OVERLAP_DEMO)
 	tareador overlap $(OVERLAP_DEMO) --machine examples/machines/cluster.toml --bandwidth 1,2,4,8,16,32,100,1000

@@ -17,7 +17,7 @@ from tareador.formats import collectives
 from tareador.formats.dimemas import read_dim
 from tareador.replay.engine import replay
 from tareador.replay.machine import MB, Machine
-from tareador.taskgraph.model import Communicator, MpiCall, TaskInstance, TaskTrace
+from tareador.taskgraph.model import Communicator, Dependency, MpiCall, TaskInstance, TaskTrace
 from tareador.taskgraph.mpi import Message, MpiRun
 from tareador.taskgraph.store import TraceDirError, save, write_table
 
@@ -30,12 +30,14 @@ def call(name, peer=-1, tag=-1, size=0, at=0, completed=None, request="", comm=0
                 completed=at if completed is None else completed, request=request, task=task)
 
 
-def rank_dir(root, rank, size, calls, tasks=None, comms=None, summary=None):
-    """rank-N/ as the tracer writes it; by default one main fragment covering the calls."""
+def rank_dir(root, rank, size, calls, tasks=None, comms=None, summary=None, deps=None):
+    """rank-N/ as the tracer writes it; by default one main fragment covering the calls; ``deps``:
+    RAW dependencies (src, dst) through one heap object."""
     end = max([c["posted"] for c in calls] + [c["completed"] for c in calls] + [0])
     tasks = tasks or [TaskInstance(0, "main", 0, -1, 0, end, end)]
     d = root / f"rank-{rank}"
-    save(TaskTrace(tasks, [], [], {"rank": rank, "size": size, "mpi": "mpich", "partial": False,
+    deps = [Dependency(src, dst, "RAW", "heap:x.c:1#0", 8) for src, dst in deps or []]
+    save(TaskTrace(tasks, deps, [], {"rank": rank, "size": size, "mpi": "mpich", "partial": False,
                                    "ending": "exited with status 0", "warnings": [], **(summary or {})}), d)
     write_table(d / "mpi.csv", MpiCall, [MpiCall(rank, i, **c) for i, c in enumerate(calls)])
     write_table(d / "comms.csv", Communicator, comms or [Communicator(0, size, ";".join(map(str, range(size)))),
@@ -286,7 +288,7 @@ def test_stale_run_files_are_named(tmp_path):
 
 def test_single_trace_commands_refuse_a_run(tmp_path):
     make_run(tmp_path, ping_pong(10, 20, 30))
-    for command in (["graph", str(tmp_path)], ["simulate", str(tmp_path)]):
+    for command in (["graph", str(tmp_path)], ["whatif", str(tmp_path)]):
         r = subprocess.run([sys.executable, "-m", "tareador", *command], capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and r.stderr == f"tareador: {tmp_path} is an MPI run: give one rank's trace, " \
                                                  f"e.g. {tmp_path / 'rank-0'}\n"

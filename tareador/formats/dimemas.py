@@ -92,26 +92,46 @@ def csr(keys: np.ndarray, values: np.ndarray, n: int) -> tuple[list[int], list[i
 
 def ompss_blocks(names: list[str], instructions: np.ndarray, src: np.ndarray, dst: np.ndarray,
                  priority: list[int], instructions_per_second: float) -> Iterator[str]:
-    """One thread per task instance: wait for each predecessor, run, notify each successor.
-
-    Every thread starts with an empty burst (Dimemas needs one), then its scheduling priority
-    (event 6999, for SS_MPI_CP: the remaining critical path) and its task type (event 7003).
-    The task type comes before the receives, so in Paraver it also covers the wait for them: an
-    event between a thread's last receive and its burst would make Dimemas requeue the thread
-    there and change the schedule (see tests/test_replay_dimemas.py).
-    """
+    """One thread per task instance: wait for each predecessor, run, notify each successor
+    (``task_thread``)."""
     n = len(names)
     soff, succ = csr(src, dst, n)
     poff, pred = csr(dst, src, n)
     values = task_type_values(names)
     tvalue = [values[name] for name in names]
     work = instructions.tolist()
+    receive, send = dependency_records(0, 0)
     for i in range(n):
-        recvs = "".join([f"3:0:{i}:0:{p}:1:{DEP_TAG}:0:0\n" for p in pred[poff[i]:poff[i + 1]]])
-        sends = "".join([f"2:0:{i}:0:{s}:1:{DEP_TAG}:0:{SYNC_IMMEDIATE}\n" for s in succ[soff[i]:soff[i + 1]]])
-        yield (f"1:0:{i}:0.000000000\n20:0:{i}:{PRIORITY_EVENT}:{max(priority[i], 1)}\n"
-               f"20:0:{i}:{TASK_EVENT}:{tvalue[i]}\n{recvs}1:0:{i}:{work[i] / instructions_per_second:.9f}\n"
-               f"20:0:{i}:{TASK_EVENT}:0\n{sends}")
+        recvs = "".join([receive.format(i, p) for p in pred[poff[i]:poff[i + 1]]])
+        sends = "".join([send.format(i, s) for s in succ[soff[i]:soff[i + 1]]])
+        yield task_thread(0, i, priority[i], tvalue[i], recvs, f"1:0:{i}:{work[i] / instructions_per_second:.9f}\n",
+                          sends)
+
+
+def dependency_records(task: int, comm: int) -> tuple[str, str]:
+    """Templates (``.format(thread, partner thread)``) of a dependency's receive and send between
+    two threads of one Dimemas task: thread-aware, 1 byte, tag DEP_TAG, the send immediate (a
+    thread never waits for its successors to take its notices), on communicator ``comm``."""
+    return (f"3:{task}:{{0}}:{task}:{{1}}:1:{DEP_TAG}:{comm}:0\n",
+            f"2:{task}:{{0}}:{task}:{{1}}:1:{DEP_TAG}:{comm}:{SYNC_IMMEDIATE}\n")
+
+
+def task_thread(task: int, thread: int, priority: int, type_value: int, receives: str, body: str, sends: str) -> str:
+    """A task instance's thread: an empty burst (Dimemas needs one), its scheduling priority
+    (event 6999, for SS_MPI_CP: the remaining critical path), its task type (event 7003), the
+    receives from its predecessors, its ``body`` (bursts), the end of its type, the sends to
+    its successors.
+
+    The task type comes before the receives, so in Paraver it also covers the wait for them: an
+    event between a thread's last receive and its burst would make Dimemas requeue the thread
+    there and change the schedule (see tests/test_replay_dimemas.py).
+    """
+    return (f"{thread_start(task, thread, priority)}20:{task}:{thread}:{TASK_EVENT}:{type_value}\n{receives}{body}"
+            f"20:{task}:{thread}:{TASK_EVENT}:0\n{sends}")
+
+
+def thread_start(task: int, thread: int, priority: int) -> str:
+    return f"1:{task}:{thread}:0.000000000\n20:{task}:{thread}:{PRIORITY_EVENT}:{max(priority, 1)}\n"
 
 
 def write_ompss(path: str | Path, names: list[str], instructions: np.ndarray, src: np.ndarray, dst: np.ndarray,

@@ -31,7 +31,7 @@ them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tareador.formats import collectives
@@ -44,6 +44,9 @@ from tareador.taskgraph.model import IMMEDIATE_RECEIVES, MpiCall, TaskInstance, 
 
 IRECV, WAIT = 1, 2  # receive types
 COLLECTIVE_FORMS = ("dimemas", "p2p")  # global operations, or point-to-point messages
+# The communicator of the dependencies between a rank's threads in ompss.dim (replay/mpi_ompss.py):
+# the largest a .dim holds, far above the run's own (0.., then their collectives' traffic).
+DEPENDENCY_COMM = (1 << 31) - 1
 
 
 def write_mpi_authentic(path: str | Path, traces: Sequence[TaskTrace], calls_by_rank: Sequence[Sequence[MpiCall]],
@@ -53,8 +56,9 @@ def write_mpi_authentic(path: str | Path, traces: Sequence[TaskTrace], calls_by_
     COLLECTIVE_FORMS."""
     names = [t.name for trace in traces for t in trace.tasks]
     values = task_type_values(names)
-    records = _point_to_point(calls_by_rank, matching) | _collectives(matching, collectives)
-    blocks = (_rank_block(rank, trace.tasks, calls_by_rank[rank], records, values, instructions_per_second)
+    records = by_rank(call_records(calls_by_rank, matching, collectives), len(traces))
+    blocks = (thread_block(rank, 0, f"1:{rank}:0:0.000000000\n", trace.tasks, calls_by_rank[rank], records[rank],
+                           values, instructions_per_second)
               for rank, trace in enumerate(traces))
     return [write_dim(path, "authentic", [1] * len(traces), blocks, communicators(matching, collectives)),
             write_task_labels(path, names)]
@@ -65,6 +69,31 @@ def communicators(matching: Matching, collectives: str) -> dict[int, tuple[int, 
     communicator c as c + 1, for those global operations use."""
     used = sorted({op.comm for op in matching.collectives}) if collectives == "dimemas" else []
     return {c + 1: matching.communicators[c] for c in used}
+
+
+def call_records(calls_by_rank: Sequence[Sequence[MpiCall]], matching: Matching,
+                 collectives: str = "dimemas") -> dict[tuple[int, int], str]:
+    """(rank, seq) -> the Dimemas records (on the rank's thread 0) of each call that sends,
+    receives, completes a receive or takes part in a collective (written as ``collectives``, one
+    of COLLECTIVE_FORMS): the one place that says what a call is in a trace, for every trace of
+    a run (authentic.dim, ompss.dim)."""
+    return _point_to_point(calls_by_rank, matching) | _collectives(matching, collectives)
+
+
+def by_rank(records: dict[tuple[int, int], str], ranks: int) -> list[dict[int, str]]:
+    """``call_records`` split by rank, each rank's by seq."""
+    out: list[dict[int, str]] = [{} for _ in range(ranks)]
+    for (rank, seq), text in records.items():
+        out[rank][seq] = text
+    return out
+
+
+def on_thread(records: str, thread: int) -> str:
+    """Records written for a task's thread 0 moved to another of its threads (op:task:thread:...)."""
+    if not thread:
+        return records
+    return "".join(f"{op}:{task}:{thread}:{rest}" for op, task, _, rest in
+                   (line.split(":", 3) for line in records.splitlines(keepends=True)))
 
 
 def _point_to_point(calls_by_rank: Sequence[Sequence[MpiCall]], matching: Matching) -> dict[tuple[int, int], str]:
@@ -160,25 +189,36 @@ def _collective_messages(matching: Matching) -> dict[tuple[int, int], str]:
     return records
 
 
-def _rank_block(rank: int, tasks: list[TaskInstance], calls: Sequence[MpiCall], records: dict, values: dict[str, int],
-                instructions_per_second: float) -> str:
-    """The rank's thread: its fragments in order, each framed by its type, and at each call's
-    place on the instruction counter the call's records."""
-    out = [f"1:{rank}:0:0.000000000\n"]
+def thread_block(rank: int, thread: int, head: str, fragments: Sequence[TaskInstance], calls: Sequence[MpiCall],
+                 texts: dict[int, str], values: dict[str, int], instructions_per_second: float,
+                 clock: Callable[[int], int] | None = None, around: dict[tuple[str, int], tuple[str, str]] | None = None
+                 ) -> str:
+    """A thread that runs ``fragments`` in order, each framed by its type, with the records
+    ``texts[seq]`` of each call at its place on the instruction counter, after ``head``.
+
+    ``clock`` maps the counter to the thread's own time (default: the counter itself; a thread
+    that skips what other threads run subtracts it). ``around[("f", id)]`` is text to put after a
+    fragment's start and after its end, ``around[("c", seq)]`` before and after a call's records
+    (the dependency messages of ompss.dim).
+    """
+    out = [head]
     cursor = 0
+    around = around or {}
+    clock = clock or (lambda counter: counter)
 
     def at(counter: int, text: str) -> None:
         nonlocal cursor
-        if counter > cursor:
-            out.append(f"1:{rank}:0:{(counter - cursor) / instructions_per_second:.9f}\n")
-            cursor = counter
+        now = clock(counter)
+        if now > cursor:
+            out.append(f"1:{rank}:{thread}:{(now - cursor) / instructions_per_second:.9f}\n")
+            cursor = now
         out.append(text)
 
     def begin(f: TaskInstance) -> None:
-        at(f.start, f"20:{rank}:0:{TASK_EVENT}:{values[f.name]}\n")
+        at(f.start, f"20:{rank}:{thread}:{TASK_EVENT}:{values[f.name]}\n" + around.get(("f", f.id), ("", ""))[0])
 
     def end(f: TaskInstance) -> None:
-        at(f.end, f"20:{rank}:0:{TASK_EVENT}:0\n")
+        at(f.end, f"20:{rank}:{thread}:{TASK_EVENT}:0\n" + around.get(("f", f.id), ("", ""))[1])
 
     def comes_before(f: TaskInstance, c: MpiCall) -> bool:
         """Fragments run one after the other; a call outside all of them falls between two."""
@@ -186,10 +226,10 @@ def _rank_block(rank: int, tasks: list[TaskInstance], calls: Sequence[MpiCall], 
             return f.id <= c.task
         return f.start < c.posted or f.end <= c.posted
 
-    ahead = iter(sorted(tasks, key=lambda t: t.id))
+    ahead = iter(sorted(fragments, key=lambda t: t.id))
     pending, running = next(ahead, None), None
     for c in calls:
-        text = records.get((rank, c.seq))
+        text = texts.get(c.seq)
         if text is None:
             continue
         while pending is not None and comes_before(pending, c):
@@ -200,7 +240,8 @@ def _rank_block(rank: int, tasks: list[TaskInstance], calls: Sequence[MpiCall], 
         if running is not None and running.id != c.task:
             end(running)
             running = None
-        at(c.posted, text)
+        before, after = around.get(("c", c.seq), ("", ""))
+        at(c.posted, before + text + after)
     if running is not None:
         end(running)
     for f in ([pending] if pending is not None else []) + list(ahead):

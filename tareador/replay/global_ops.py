@@ -33,7 +33,8 @@ for the record, model/communic.c new_global_op and input/new_configuration.c for
   operation first takes every one of them (even on a machine of one node): those free at once,
   and it waits in the buses' FIFO queue, holding what it got, for those messages hold; messages
   and other operations queue behind it. It holds them for T and frees them just before its
-  members go on. Links are not taken within one machine. (engine_loop.c does this.)
+  members go on. Links are not taken within one machine. (engine_loop.c does this, with the
+  bus queues of engine_network.c.)
 
 Not modelled, refused with one line: the non-blocking (sync 0, 2) and root-synchronised
 (sync 3, which prv2dim writes for MPI_Reduce: the members send to the root point to point)

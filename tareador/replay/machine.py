@@ -1,8 +1,9 @@
 """The simulated machine, from a readable TOML file or from a Dimemas configuration (.cfg).
 
 Units follow Dimemas so that one machine drives both replays identically: seconds, bandwidth in
-MB/s with MB = 2^20 bytes (0 = instantaneous), 0 buses or links = unlimited, and the relative
-CPU speed divides every burst. Traced instruction counts become seconds through
+MB/s with MB = 2^20 bytes (0 = instantaneous), 0 buses = unlimited, in and out links both 0 =
+unlimited (exactly one 0: max(in, out) half-duplex links), and the relative CPU speed divides
+every burst. Traced instruction counts become seconds through
 ``instructions_per_second`` (times the relative speed).
 """
 
@@ -49,6 +50,7 @@ class Machine:
     tasks_per_node: int = 1  # Dimemas' predefined mapping; 0 fills each node's cores
     policy: str | None = None  # None: the file names none (replay then queues FIFO, as Dimemas; simulate uses cp)
     quantum: float = 0.0  # seconds, round robin only
+    context_switch: float = 0.0  # seconds a thread spends each time it gets a CPU, before running
     collective_model: int = 1  # Dimemas' model of global operations: 1 constant, 2 linear, 3 logarithmic
     collectives_file: str = ""  # a .cfg's collective-model file (replay refuses global operations then)
 
@@ -58,12 +60,18 @@ class Machine:
         return self.instructions_per_second * self.relative_speed
 
     def node_of_tasks(self, ntasks: int) -> list[int]:
+        """Dimemas' predefined mapping: tasks (MPI ranks) fill node 0, then node 1, ...
+
+        A machine too small for the trace is refused rather than grown: its node count is the
+        machine being studied, and a silently larger one would answer another question.
+        """
         per_node = self.tasks_per_node or self.cores_per_node
-        nodes = [t // per_node for t in range(ntasks)]
-        if nodes and nodes[-1] >= self.nodes:
-            raise MachineError(f"{ntasks} tasks at {per_node} per node need {nodes[-1] + 1} nodes; "
-                               f"the machine has {self.nodes}")
-        return nodes
+        need = -(-ntasks // per_node)
+        if need > self.nodes:
+            raise MachineError(f"{ntasks} ranks at {per_node} per node need {need} nodes but the machine has "
+                               f"{self.nodes}; give it more nodes or more ranks per node (tasks_per_node, "
+                               f"--ranks-per-node {-(-ntasks // self.nodes)})")
+        return [t // per_node for t in range(ntasks)]
 
 
 TOML_SECTIONS = {
@@ -71,7 +79,7 @@ TOML_SECTIONS = {
             "tasks_per_node"),
     "network": ("intra_latency", "intra_bandwidth", "intra_buses", "intra_in_links", "intra_out_links",
                 "inter_latency", "inter_bandwidth", "buses", "in_links", "out_links", "collective_model"),
-    "scheduler": ("policy", "quantum"),
+    "scheduler": ("policy", "quantum", "context_switch"),
 }
 
 
@@ -228,8 +236,16 @@ def _predefined_mapping(text: str, path, lineno: int) -> int:
                        "(use 'N TASKS_PER_NODE' or 'FILL_NODES')")
 
 
+# The labels Dimemas' schedulers read (sched/SCH_fifo.c, SCH_rr.c), with the key each sets.
+_SCHEDULER_LABELS = {"Context switch cost": "context_switch", "Quantum": "quantum"}
+
+
 def _scheduler_file(path: Path) -> dict:
-    """Dimemas scheduler definition: 'Policy: NAME' then 'Label (seconds): value' lines."""
+    """Dimemas scheduler definition: 'Policy: NAME' then 'Label (seconds): value' lines.
+
+    Dimemas' SS_MPI_CP reads nothing past the policy line, so under it a context-switch cost in
+    the file costs nothing there; it costs nothing here either, so that both replays agree.
+    """
     lines = _read_text(path, "Dimemas scheduler file").splitlines()
     m = re.match(r"\s*Policy:\s*(\S+)", lines[0] if lines else "")
     if not m:
@@ -237,11 +253,14 @@ def _scheduler_file(path: Path) -> dict:
     if m.group(1) not in DIMEMAS_POLICIES:
         raise MachineError(f"{path}:1: policy {m.group(1)} is not supported ({', '.join(DIMEMAS_POLICIES)})")
     out: dict = {"policy": DIMEMAS_POLICIES[m.group(1)]}
+    if out["policy"] == "cp":
+        return out
     for lineno, line in enumerate(lines[1:], start=2):
-        q = re.match(r"\s*Quantum \(seconds\):\s*(\S+)", line)
+        q = re.match(r"\s*(Context switch cost|Quantum) \(seconds\):\s*(\S+)", line)
         if q:
             try:
-                out["quantum"] = float(q.group(1))
+                out[_SCHEDULER_LABELS[q.group(1)]] = float(q.group(2))
             except ValueError:
-                raise MachineError(f"{path}:{lineno}: quantum {q.group(1)!r} is not a number of seconds") from None
+                raise MachineError(f"{path}:{lineno}: {q.group(1).lower()} {q.group(2)!r} is not a number of "
+                                   "seconds") from None
     return out
