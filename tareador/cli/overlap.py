@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-from dataclasses import replace
 from pathlib import Path
 
 from tareador.cli.patterns import add_chunks_option
@@ -31,34 +30,18 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def bandwidth_list(text: str) -> list[float]:
-    from tareador.cli.main import UserError
-
-    values = []
-    for part in text.split(","):
-        try:
-            value = float(part)
-        except ValueError:
-            value = float("nan")
-        if not value > 0 or value == float("inf"):
-            raise UserError(f"--bandwidth: {part.strip()!r} is not a positive number of MB/s; give a list such as "
-                            "1,10,100")
-        values.append(value)
-    return sorted(values)
-
-
 def run(args) -> int:
     from tareador.analyses.overlap import TRACES, overlap_sweep
     from tareador.cli.patterns import run_patterns
+    from tareador.cli.replay import value_list
     from tareador.cli.simulate import load_machine_arg
     from tareador.formats.dimemas import read_dim
     from tareador.formats.dimemas_mpi import write_mpi_authentic
     from tareador.formats.overlap import KINDS, write_overlap_trace
     from tareador.render.plots import plot_overlap
-    from tareador.replay.engine import replay
 
     d = Path(args.run_dir)
-    bandwidths = bandwidth_list(args.bandwidth)
+    bandwidths = sorted(value_list(args.bandwidth, "--bandwidth"))
     machine = load_machine_arg(args.machine)
     mpi_run, transfers, _ = run_patterns(d, args.chunks)
     paths = {"authentic": d / "authentic.dim"}
@@ -68,8 +51,7 @@ def run(args) -> int:
     for kind in KINDS:
         paths[kind] = write_overlap_trace(d / f"overlap-{kind}.dim", mpi_run, transfers, args.chunks, kind)
     traces = {name: read_dim(paths[name]) for name in TRACES}
-    study = overlap_sweep(traces, [replace(machine, inter_bandwidth=b) for b in bandwidths], bandwidths, machine,
-                          lambda trace, m: replay(trace, m).makespan)
+    study = overlap_sweep(traces, machine, bandwidths)
     csv_path = d / "overlap.csv"
     with open(csv_path, "w", newline="") as f:
         w = csv.writer(f)

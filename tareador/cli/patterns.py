@@ -30,9 +30,10 @@ def add_chunks_option(p) -> None:
                    help="chunks a message is split into (default 4: quarter = 1 chunk, half = 2)")
 
 
-def write_run_patterns(directory: str | Path, messages, chunks: int = 4):
-    """patterns.csv and patterns.npz of a run from its ranks' patterns.npz; returns (transfers,
-    figures), or None when the run was traced without patterns."""
+def write_run_patterns(directory: str | Path, messages, chunks: int = 4, starmap=None):
+    """patterns.csv and patterns.npz of a run from its ranks' patterns.npz, each rank's read by
+    ``starmap`` (tareador.workers.rank_pool's; default: here, one after the other); returns
+    (transfers, figures), or None when the run was traced without patterns."""
     from tareador.analyses.patterns import MessageFigures, figures
     from tareador.taskgraph.mpi import rank_dirs
     from tareador.taskgraph.patterns import RANK_FILE, load_rank_patterns, save_run_patterns, transfer_patterns
@@ -42,7 +43,9 @@ def write_run_patterns(directory: str | Path, messages, chunks: int = 4):
     dirs = rank_dirs(d)
     if not dirs or not all((r / RANK_FILE).exists() for r in dirs.values()):
         return None
-    transfers = transfer_patterns(messages, [load_rank_patterns(r) for r in dirs.values()])
+    items = [(r,) for r in dirs.values()]
+    ranks = starmap(load_rank_patterns, items) if starmap else [load_rank_patterns(*item) for item in items]
+    transfers = transfer_patterns(messages, ranks)
     rows = [figures(t, chunks) for t in transfers]
     write_table(d / "patterns.csv", MessageFigures, rows)
     save_run_patterns(d / "patterns.npz", transfers)

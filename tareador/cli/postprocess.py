@@ -63,7 +63,7 @@ def postprocess(directory: str | Path, ending: str | None = None, collectives: s
 
     d = Path(directory)
     result = build_run(d, ending, starmap)
-    write_run_patterns(d, result.messages)
+    write_run_patterns(d, result.messages, starmap=starmap)
     write_mpi_authentic(d / "authentic.dim", result.ranks, result.calls_by_rank, result.matching,
                         collectives=collectives)
     names = [t.name for trace in result.ranks for t in trace.tasks]

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from tareador.formats.dimemas import SYNC_IMMEDIATE, write_dim
-from tareador.formats.dimemas_mpi import IRECV, WAIT, _collective_messages, _point_to_point, _receive, _send
+from tareador.formats.dimemas_mpi import IRECV, WAIT, _receive, _send, call_records
 from tareador.taskgraph import mpi
 from tareador.taskgraph.patterns import TransferPattern
 
@@ -84,7 +84,7 @@ def write_overlap_trace(path: str | Path, run, transfers: Sequence[TransferPatte
                         instructions_per_second: float = 1e9) -> Path:
     """overlap-``kind``.dim of ``run`` (an MpiRun) for its ``transfers``."""
     calls_by_rank, matching = run.calls_by_rank, run.matching
-    records = _point_to_point(calls_by_rank, matching) | _collective_messages(matching)
+    records = call_records(calls_by_rank, matching, "p2p")
     events: list[list[tuple[int, int, int, str]]] = [[] for _ in calls_by_rank]
     completions = [_completions(calls) for calls in calls_by_rank]
     channel = 2 * len(matching.communicators)
