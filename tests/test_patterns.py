@@ -139,6 +139,10 @@ def test_figures_by_hand():
     # one chunk: quarter and half need the whole message; nothing else to receive -> 100 % passed
     f1 = figures(pattern([.1, .9], [.3, .5]), chunks=1)
     assert (f1.prod_quarter, f1.prod_half, f1.prod_whole, f1.cons_nothing, f1.cons_quarter) == (90, 90, 90, 30, 100)
+    # one element: one chunk whatever C; receiving a quarter of it is receiving it all
+    one = figures(pattern([.3], [.2]))
+    assert (one.prod_1elem, one.prod_quarter, one.prod_half, one.prod_whole) == (30, 30, 30, 30)
+    assert (one.cons_nothing, one.cons_quarter, one.cons_half) == (20, 100, 100)
     both = statistics([f, f1])
     assert [s.name for s in both] == ["0->1", "all"] and both[-1].mean["prod_whole"] == 90
 

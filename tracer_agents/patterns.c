@@ -35,7 +35,6 @@
 #define OPEN UINT64_MAX            /* a watch not ended yet */
 
 extern void *tr_map_at(uint64_t hint, uint64_t bytes);
-extern void *tr_grow(void *table, uint64_t *capacity, uint64_t row_size);
 
 typedef struct {
   uint64_t written[GRANULES];
@@ -54,8 +53,12 @@ typedef struct {
 uint32_t tr_patterns_on;
 uint64_t tr_access_time;   /* the time of the accesses being analysed */
 static TimeChunk **time_directory;
-static PatternRow *rows; static uint64_t row_count, row_capacity;
-static uint64_t *times; static uint64_t time_count, time_capacity;
+/* Both tables are reserved once, far away (map_far), and never move: pages cost memory only once
+ * written. A run with more rows or element times than this records no more patterns. */
+#define MAX_ROWS (1UL << 26)
+#define MAX_TIMES (1UL << 33)
+static PatternRow *rows; static uint64_t row_count;
+static uint64_t *times; static uint64_t time_count;
 
 /* The time shadow is mapped far from the libraries (from PLACE up): mapped next to them, it
  * pushes the code slabs Stalker maps later beyond 2 GiB of the agent's stubs, and Frida 17's
@@ -71,7 +74,9 @@ static void *map_far(uint64_t bytes) {
 
 int tr_patterns_enable(void) {
   time_directory = map_far(DIRECTORY_SIZE * sizeof(TimeChunk *));
-  if (!time_directory) return -1;
+  rows = map_far(MAX_ROWS * sizeof(PatternRow));
+  times = map_far(MAX_TIMES * sizeof(uint64_t));
+  if (!time_directory || !rows || !times) return -1;
   tr_patterns_on = 1;
   return 0;
 }
@@ -128,16 +133,7 @@ static PatternRow *new_row(uint64_t call, uint64_t address, uint64_t bytes, uint
   if (!tr_patterns_on || !bytes) return 0;
   if (element == 0) element = 1;
   uint64_t n = (bytes + element - 1) / element;
-  while (time_count + n > time_capacity) {
-    uint64_t *grown = tr_grow(times, &time_capacity, sizeof(uint64_t));
-    if (!grown) return 0;
-    times = grown;
-  }
-  if (row_count == row_capacity) {
-    PatternRow *grown = tr_grow(rows, &row_capacity, sizeof(PatternRow));
-    if (!grown) return 0;
-    rows = grown;
-  }
+  if (time_count + n > MAX_TIMES || row_count == MAX_ROWS) return 0;
   PatternRow *m = &rows[row_count++];
   m->call = call; m->address = address; m->bytes = bytes; m->element = element;
   m->at = tr_access_time; m->first = time_count; m->end = OPEN; m->receive = receive; m->pad = 0;

@@ -1,18 +1,20 @@
 """How early each message is produced and how late it is needed: the thesis' Table 5.1.
 
-A message of n elements is split into C contiguous chunks (numpy.array_split: sizes differ by
-at most one element). With chunk k complete when its last element is final (r_k, the largest
+A message of n elements is split into K = min(C, n) contiguous chunks (numpy.array_split: sizes
+differ by at most one element; a message of one element is one chunk, as the thesis reports its
+one-element transfers: every production figure is then the element's, and receiving a quarter
+of it means receiving it all). With chunk k complete when its last element is final (r_k, the largest
 production fraction in it) and first needed when its first element is first read (m_k, the
 smallest consumption fraction in it; a chunk never read counts as needed at the end, 1):
 
 - production, "% of the production interval needed to produce": 1elem = the earliest element's
-  final write; quarter = the moment ceil(C/4) chunks are complete, i.e. the ceil(C/4)-th
-  smallest r_k; half = ceil(C/2) chunks; whole = all of them (the largest r_k). With C = 4:
+  final write; quarter = the moment ceil(K/4) chunks are complete, i.e. the ceil(K/4)-th
+  smallest r_k; half = ceil(K/2) chunks; whole = all of them (the largest r_k). With K = 4:
   one, two and four chunks. Linear production gives 0 / 25 / 50 / 100 %.
 - consumption, "% of the consumption interval that can be passed upon reception of": nothing =
-  the first read of any element (min m_k); quarter = with the best ceil(C/4) chunks received the
+  the first read of any element (min m_k); quarter = with the best ceil(K/4) chunks received the
   rank runs until it reads an element of another chunk: choosing the chunks first needed, that
-  is the (ceil(C/4)+1)-th smallest m_k; half = the same with ceil(C/2) chunks (all chunks
+  is the (ceil(K/4)+1)-th smallest m_k; half = the same with ceil(K/2) chunks (all chunks
   received: 100 %). Linear consumption gives 0 / 25 / 50 %.
 
 Averages per transfer class (a rank pair src -> dst) and overall are plain means of the
@@ -80,15 +82,20 @@ def _kth(values: np.ndarray, k: int) -> float:
     return float(values[k - 1]) if k <= len(values) else 1.0
 
 
+def _parts(k: int) -> tuple[int, int]:
+    """Chunks that make a quarter and a half of a message of k chunks."""
+    return math.ceil(k / 4), math.ceil(k / 2)
+
+
 def figures(t: TransferPattern, chunks: int = DEFAULT_CHUNKS) -> MessageFigures:
     check_chunks(chunks)
-    quarter, half = math.ceil(chunks / 4), math.ceil(chunks / 2)
     ready, needed = chunk_ready(t.production, chunks), chunk_needed(t.consumption, chunks)
+    (made_quarter, made_half), (got_quarter, got_half) = _parts(len(ready)), _parts(len(needed))
     pct = lambda x: round(100.0 * x, 2)  # noqa: E731
     return MessageFigures(
         t.message, t.src, t.dst, t.tag, t.bytes, t.production_interval, t.consumption_interval,
-        pct(t.production.min()), pct(_kth(ready, quarter)), pct(_kth(ready, half)), pct(ready[-1]),
-        pct(_kth(needed, 1)), pct(_kth(needed, quarter + 1)), pct(_kth(needed, half + 1)))
+        pct(t.production.min()), pct(_kth(ready, made_quarter)), pct(_kth(ready, made_half)), pct(ready[-1]),
+        pct(_kth(needed, 1)), pct(_kth(needed, got_quarter + 1)), pct(_kth(needed, got_half + 1)))
 
 
 @dataclass(frozen=True)
