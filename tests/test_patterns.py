@@ -249,3 +249,45 @@ def test_overlap_refuses_bad_input_in_one_line(tmp_path, traced, compile_c):
     for args, says in cases:
         r = tareador("overlap", *args[:1], "--machine", CLUSTER, *args[1:])
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and says in r.stderr, r.stderr
+
+
+def test_one_element_messages_and_collectives(tmp_path):
+    """examples/cg on 2 ranks (8 unknowns each, blocks of 4, 3 iterations; its header): 6 halo
+    messages of one double and 7 MPI_Allreduce. One element is one chunk: every production
+    figure of a message is its element's, receiving a quarter of it is receiving it all (100 %).
+    The run has collectives, so the overlapped traces are compared with authentic-p2p.dim, the
+    collectives written as the same recursive doubling (p = 2: each member sends once and
+    receives once per Allreduce, 2 x 7 = 14 sends); with one chunk per message both traces hold
+    6 + 14 = 20 sends."""
+    require(MPICH)
+    subprocess.run(["make", "-s", "-C", str(EXAMPLES), "MPI=mpich", f"BIN={tmp_path}",
+                    f"TAREADOR_CFLAGS={toolchain.cflags()}", f"TAREADOR_LIBS={toolchain.libs()}", "cg"], check=True)
+    run_dir = tmp_path / "cg.tareador"
+    r = tareador("mpirun", "-np", "2", "-o", run_dir, "--", tmp_path / "mpich" / "cg", "8", "4", "3")
+    assert r.returncode == 0, r.stderr
+    table = rows(run_dir)
+    assert len(table) == 6 and all(row["bytes"] == "8" for row in table)
+    for row in table:
+        assert row["prod_1elem"] == row["prod_quarter"] == row["prod_half"] == row["prod_whole"]
+        assert float(row["cons_quarter"]) == float(row["cons_half"]) == 100
+    overlapped(run_dir)
+    for name in ("authentic-p2p", "overlap-real", "overlap-ideal"):
+        text = (run_dir / f"{name}.dim").read_text()
+        assert sum(line.startswith("2:") for line in text.splitlines()) == 20, name
+
+
+def test_late_consumer_real_is_ahead_of_ideal(traced):
+    """Zero latency, unbounded bandwidth, linear producer (phase T), late consumer (phase C =
+    5T/3: 2N/3 units of its own, then N units reading). Authentic: the consumer gets message 0 at
+    T, then runs its 3 phases: T + 3C. Real: it works on its own first and needs chunk k at
+    2T/3 + kT/4 of its phase, after the producer made it at (k + 1)T/4, so it never waits: 3C,
+    T earlier. Ideal assumes linear consumption: chunk 0 is waited for at once, made at T/4:
+    T/4 + 3C, 3T/4 earlier. So the ideal trace is behind the real one here (within 2 %)."""
+    run_dir = traced(MPICH, "linear", "late")
+    overlapped(run_dir)
+    free = replace(load_machine(CLUSTER), inter_bandwidth=0.0, inter_latency=0.0)
+    t = replays(run_dir, free)
+    phase = float(rows(run_dir)[0]["production_interval"]) / free.rate
+    assert abs(t["overlap-real"] - (t["authentic"] - phase)) <= 0.02 * t["authentic"]
+    assert abs(t["overlap-ideal"] - (t["authentic"] - 0.75 * phase)) <= 0.02 * t["authentic"]
+    assert t["overlap-real"] < t["overlap-ideal"]
