@@ -2,8 +2,10 @@
  * tareador overlap; thesis ch. 5.4). Two ranks: rank 0 produces ITER messages of N doubles into
  * one buffer and sends each to rank 1 (MPI_Send, tag t); rank 1 receives each into one buffer
  * (MPI_Recv) and consumes it.
- * Usage: mpiexec -n 2 patterns [N [W [ITER [PRODUCER [CONSUMER]]]]]
- *        (defaults 256 200 3 linear linear; PRODUCER linear|copy, CONSUMER linear|late)
+ * Usage: mpiexec -n 2 patterns [N [W [ITER [PRODUCER [CONSUMER [TRANSFER]]]]]]
+ *        (defaults 256 200 3 linear linear send; PRODUCER linear|copy, CONSUMER linear|late,
+ *        TRANSFER send: MPI_Send/MPI_Recv, or bcast: MPI_Bcast from rank 0 into the same buffers,
+ *        the same one message from rank 0 to rank 1 as a collective)
  *
  * work(k) runs W iterations of arithmetic on a local (no access to the message buffers): one
  * "unit" of W iterations, the same number of instructions for every k. Everything else a phase
@@ -76,8 +78,10 @@ int main(int argc, char **argv)
   int iterations = argc > 3 ? atoi(argv[3]) : 3;
   int copy = argc > 4 && strcmp(argv[4], "copy") == 0;
   int late = argc > 5 && strcmp(argv[5], "late") == 0;
+  int bcast = argc > 6 && strcmp(argv[6], "bcast") == 0;
   if (size != 2 || n < 4 || w_iterations < 1 || iterations < 1) {
-    if (rank == 0) fprintf(stderr, "usage: mpiexec -n 2 patterns [N>=4 [W [ITER [linear|copy [linear|late]]]]]\n");
+    if (rank == 0)
+      fprintf(stderr, "usage: mpiexec -n 2 patterns [N>=4 [W [ITER [linear|copy [linear|late [send|bcast]]]]]]\n");
     MPI_Finalize();
     return 2;
   }
@@ -85,13 +89,16 @@ int main(int argc, char **argv)
   int bad = 0;
   tareador_ON();
   for (int t = 0; t < iterations; t++) {
-    if (rank == 0) {
+    if (rank == 0)
       produce(buf, tmp, n, t, copy);
+    if (bcast)
+      MPI_Bcast(buf, n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    else if (rank == 0)
       MPI_Send(buf, n, MPI_DOUBLE, 1, t, MPI_COMM_WORLD);
-    } else {
+    else
       MPI_Recv(buf, n, MPI_DOUBLE, 0, t, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (rank == 1)
       bad += consume(buf, n, t, late);
-    }
   }
   tareador_OFF();
   if (rank == 1)

@@ -43,13 +43,13 @@ def run(args) -> int:
     d = Path(args.run_dir)
     bandwidths = sorted(value_list(args.bandwidth, "--bandwidth"))
     machine = load_machine_arg(args.machine)
-    mpi_run, transfers, _ = run_patterns(d, args.chunks)
+    mpi_run, ranks, transfers, _ = run_patterns(d, args.chunks, collectives_do=True)
     paths = {"authentic": d / "authentic.dim"}
     if mpi_run.matching.collectives:  # compared with the same point-to-point collectives as the overlapped traces
         paths["authentic"] = write_mpi_authentic(d / "authentic-p2p.dim", mpi_run.ranks, mpi_run.calls_by_rank,
                                                  mpi_run.matching, collectives="p2p")[0]
     for kind in KINDS:
-        paths[kind] = write_overlap_trace(d / f"overlap-{kind}.dim", mpi_run, transfers, args.chunks, kind)
+        paths[kind] = write_overlap_trace(d / f"overlap-{kind}.dim", mpi_run, ranks, transfers, args.chunks, kind)
     traces = {name: read_dim(paths[name]) for name in TRACES}
     study = overlap_sweep(traces, machine, bandwidths)
     csv_path = d / "overlap.csv"
@@ -59,16 +59,18 @@ def run(args) -> int:
         for p in study.points:
             w.writerow([p.bandwidth, *(p.times[n] for n in TRACES), round(p.speedup("real"), 4),
                         round(p.speedup("ideal"), 4)])
-    png = plot_overlap(study, f"{d.name}: {len(transfers)} messages in {args.chunks} chunks, {Path(args.machine).name}",
+    png = plot_overlap(study, f"{d.name}: {args.chunks} chunks, {Path(args.machine).name}",
                        d / "overlap.png")
     if args.json:
         print(json.dumps({"chunks": args.chunks, "messages": len(transfers),
+                          "collectives": len(mpi_run.matching.collectives),
                           "reference_bandwidth": study.reference_bandwidth, "reference_time": study.reference_time,
                           "tolerable_bandwidth_reduction": study.tolerable,
                           "points": [{"bandwidth": p.bandwidth, "times": p.times, "speedup_real": p.speedup("real"),
                                       "speedup_ideal": p.speedup("ideal")} for p in study.points]}, indent=2))
         return 0
-    print(f"{len(transfers)} messages in {args.chunks} chunks; speedup over the authentic run at each bandwidth")
+    print(f"{len(transfers)} messages and {len(mpi_run.matching.collectives)} collectives in {args.chunks} chunks; "
+          "speedup over the authentic run at each bandwidth")
     print(f"{'MB/s':>10} {'authentic s':>13} {'real s':>13} {'ideal s':>13} {'real':>7} {'ideal':>7}")
     for p in study.points:
         print(f"{p.bandwidth:>10g} " + " ".join(f"{p.times[n]:>13.6f}" for n in TRACES) +

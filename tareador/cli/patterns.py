@@ -33,7 +33,7 @@ def add_chunks_option(p) -> None:
 def write_run_patterns(directory: str | Path, messages, chunks: int = 4, starmap=None):
     """patterns.csv and patterns.npz of a run from its ranks' patterns.npz, each rank's read by
     ``starmap`` (tareador.workers.rank_pool's; default: here, one after the other); returns
-    (transfers, figures), or None when the run was traced without patterns."""
+    (ranks' RankPatterns, transfers, figures), or None when the run was traced without patterns."""
     from tareador.analyses.patterns import MessageFigures, figures
     from tareador.taskgraph.mpi import rank_dirs
     from tareador.taskgraph.patterns import RANK_FILE, load_rank_patterns, save_run_patterns, transfer_patterns
@@ -49,12 +49,13 @@ def write_run_patterns(directory: str | Path, messages, chunks: int = 4, starmap
     rows = [figures(t, chunks) for t in transfers]
     write_table(d / "patterns.csv", MessageFigures, rows)
     save_run_patterns(d / "patterns.npz", transfers)
-    return transfers, rows
+    return ranks, transfers, rows
 
 
-def run_patterns(directory: str | Path, chunks: int):
-    """(MpiRun, transfers, figures) of a run directory, patterns.csv/npz rewritten with ``chunks``;
-    what cannot be used is a UserError."""
+def run_patterns(directory: str | Path, chunks: int, collectives_do: bool = False):
+    """(MpiRun, ranks' RankPatterns, transfers, figures) of a run directory, patterns.csv/npz
+    rewritten with ``chunks``; what cannot be used is a UserError. A run without point-to-point
+    messages is one too, unless ``collectives_do`` and it has collectives."""
     from tareador.analyses.patterns import PatternsError, check_chunks
     from tareador.cli.main import UserError
     from tareador.taskgraph.mpi import load_run
@@ -70,9 +71,12 @@ def run_patterns(directory: str | Path, chunks: int):
                         "'tareador mpirun -np N -o DIR -- ./program'")
     mpi_run = load_run(d)
     written = write_run_patterns(d, mpi_run.messages, chunks)
-    if written is None or not written[0]:
-        raise UserError(f"{d}: no point-to-point message with recorded patterns (a run without MPI messages, or "
-                        "traced before patterns were recorded: trace it again with 'tareador mpirun')")
+    if written is None:
+        raise UserError(f"{d} holds no patterns (traced before they were recorded): trace it again with "
+                        "'tareador mpirun'")
+    if not written[1] and not (collectives_do and mpi_run.matching.collectives):
+        raise UserError(f"{d}: the run has no point-to-point message with data" +
+                        ("" if not collectives_do else " and no collective") + ": nothing to show")
     return mpi_run, *written
 
 
@@ -82,7 +86,7 @@ def run(args) -> int:
     from tareador.render.summary import format_pattern_statistics
 
     d = Path(args.run_dir)
-    _, transfers, rows = run_patterns(d, args.chunks)
+    _, _, transfers, rows = run_patterns(d, args.chunks)
     stats = statistics(rows)
     plots = []
     if not args.no_plots:

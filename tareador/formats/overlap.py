@@ -15,8 +15,17 @@ splits the consuming burst:
 
 Chunks travel on a communicator of their own (twice the run's communicators, beyond those of
 the point-to-point collectives) with tag message id x C + k, so they match only each other.
-Collectives are written as the point-to-point messages of their algorithms (formats/
-collectives.py) and are not chunked: their internal transfers have no recorded patterns.
+
+Collectives are first broken into the point-to-point messages of their algorithms (formats/
+collectives.py, as authentic.dim's ``p2p`` form), and each of those transfers is overlapped
+where the member's own buffers say when: a send that comes before the member's first receive
+in the algorithm and carries its whole send buffer (a Bcast's root, the first exchange of a
+recursive doubling, a Gather's contribution) is chunked and sent as the buffer's chunks become
+ready; a receive that comes after the member's last send and fills its whole receive buffer (a
+Bcast's leaf, a Gather's root, the last exchange of a recursive doubling) is waited for chunk
+by chunk where the buffer is first read. The other steps carry data made or needed inside the
+collective: they stay at the call, in the algorithm's order, and a transfer with neither side
+overlapped stays one message. These chunks go on the next communicator, tagged by a counter.
 Messages without patterns (empty, from MPI_PROC_NULL) keep their authentic records. The trace
 has no task-type events, only the bursts and the communication: with a zero-latency network of
 unbounded bandwidth it replays no slower than the authentic trace, and exactly as fast when no
@@ -25,15 +34,17 @@ rank waits for a chunk before the authentic receive would have returned.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from tareador.formats import collectives
 from tareador.formats.dimemas import SYNC_IMMEDIATE, write_dim
 from tareador.formats.dimemas_mpi import IRECV, WAIT, _receive, _send, call_records
 from tareador.taskgraph import mpi
-from tareador.taskgraph.patterns import TransferPattern
+from tareador.taskgraph.patterns import RankPatterns, TransferPattern
 
 KINDS = ("real", "ideal")
 
@@ -55,6 +66,69 @@ def chunk_plan(t: TransferPattern, chunks: int, kind: str) -> tuple[list[int], l
     sends = [int(min(max(s, t.production_start), t.send_time)) for s in sends]
     waits = [int(min(max(w, t.completion_time), t.consumption_end)) for w in waits]
     return sizes, sends, waits
+
+
+def _spread(times: np.ndarray, k: int, first: bool, start: int, stop: int, kind: str) -> list[int]:
+    """One time per chunk of k: real, each chunk's last (first=False) or first (first=True)
+    element time; ideal, spread uniformly over [start, stop]."""
+    if kind == "ideal":
+        return [int(start + (i + (0 if first else 1)) * (stop - start) / k) for i in range(k)]
+    parts = np.array_split(times, k)
+    return [int((p.min() if first else p.max()) if len(p) else (start if first else stop)) for p in parts]
+
+
+def _collective_events(op, ranks: Sequence[RankPatterns], chunks: int, kind: str, channel: int, tags,
+                       events) -> None:
+    """The messages of one collective in its p2p algorithm, the overlappable ones chunked (module
+    docstring), appended to each member's events."""
+    root = op.members.index(op.root) if op.root >= 0 else 0
+    plan = collectives.steps(op.operation, root, [max(c.bytes, 0) for c in op.calls])
+    rows = [(ranks[rank].row_of(call.seq, False), ranks[rank].row_of(call.seq, True))
+            for rank, call in zip(op.members, op.calls)]
+    first_receive = [next((i for i, (k, _, _) in enumerate(st) if k == collectives.RECV), len(st)) for st in plan]
+    last_send = [max((i for i, (k, _, _) in enumerate(st) if k != collectives.RECV), default=-1) for st in plan]
+
+    def side(member: int, step: int, size: int, receive: bool):
+        """(times, interval) of the member's buffer when the step can be overlapped, else None."""
+        row = rows[member][1 if receive else 0]
+        rp = ranks[op.members[member]]
+        ok = step > last_send[member] if receive else step < first_receive[member]
+        if row is None or not ok or int(rp.columns["bytes"][row]) != size or size == 0:
+            return None
+        return rp.clamped(row), rp.interval(row), int(rp.columns["element"][row])
+
+    sent: dict[tuple[int, int], list] = {}
+    for i, st in enumerate(plan):
+        for s, (k, peer, size) in enumerate(st):
+            if k != collectives.RECV:
+                sent.setdefault((i, peer), []).append((s, k))
+    received: dict[tuple[int, int], int] = {}
+    for j, st in enumerate(plan):
+        for r, (k, peer, size) in enumerate(st):
+            if k != collectives.RECV:
+                continue
+            q = received[peer, j] = received.get((peer, j), -1) + 1
+            s, send_kind = sent[peer, j][q]
+            src, dst = op.members[peer], op.members[j]
+            produced, consumed = side(peer, s, size, False), side(j, r, size, True)
+            element = (produced or consumed or (None, None, 1))[2]
+            n = max(1, min(chunks, size // element)) if (produced or consumed) else 1
+            sizes = np.diff(np.round(np.arange(n + 1) * size / n).astype(np.int64)).tolist()
+            at_src, at_dst = op.calls[peer].posted, op.calls[j].posted
+            sends = _spread(produced[0], n, False, *produced[1], kind) if produced else [at_src] * n
+            waits = _spread(consumed[0], n, True, *consumed[1], kind) if consumed else [at_dst] * n
+            sync = SYNC_IMMEDIATE if produced or n > 1 or send_kind == collectives.ISEND else 0
+            for size_k, send_k, wait_k in zip(sizes, sends, waits):
+                tag = next(tags)
+                events[src].append((send_k, op.calls[peer].seq, 0 if produced else 2 * s,
+                                    _send(src, dst, size_k, tag, channel, sync)))
+                if n == 1 and not consumed:  # as the algorithm has it: one blocking receive
+                    events[dst].append((at_dst, op.calls[j].seq, 2 * r, _receive(dst, src, size_k, tag, channel, 0)))
+                    continue
+                events[dst].append((at_dst, op.calls[j].seq, 2 * r, _receive(dst, src, size_k, tag, channel, IRECV)))
+                waited = (wait_k, op.calls[j].seq, 2 * len(plan[j]) + tag) if consumed else \
+                    (at_dst, op.calls[j].seq, 2 * r + 1)
+                events[dst].append((*waited, _receive(dst, src, size_k, tag, channel, WAIT)))
 
 
 def _completions(calls) -> dict[int, int]:
@@ -80,9 +154,9 @@ def _rank_timeline(rank: int, events: list[tuple[int, int, int, str]], end: int,
     return "".join(out)
 
 
-def write_overlap_trace(path: str | Path, run, transfers: Sequence[TransferPattern], chunks: int, kind: str,
-                        instructions_per_second: float = 1e9) -> Path:
-    """overlap-``kind``.dim of ``run`` (an MpiRun) for its ``transfers``."""
+def write_overlap_trace(path: str | Path, run, ranks: Sequence[RankPatterns], transfers: Sequence[TransferPattern],
+                        chunks: int, kind: str, instructions_per_second: float = 1e9) -> Path:
+    """overlap-``kind``.dim of ``run`` (an MpiRun) from its ranks' patterns and its ``transfers``."""
     calls_by_rank, matching = run.calls_by_rank, run.matching
     records = call_records(calls_by_rank, matching, "p2p")
     events: list[list[tuple[int, int, int, str]]] = [[] for _ in calls_by_rank]
@@ -109,6 +183,11 @@ def write_overlap_trace(path: str | Path, run, transfers: Sequence[TransferPatte
                               "".join(_receive(m.dst, m.src, s, tag, channel, IRECV) for s, tag in zip(sizes, tags))))
         for k, (size, tag, at) in enumerate(zip(sizes, tags, waits)):
             events[m.dst].append((at, waited_at, 1 + k, _receive(m.dst, m.src, size, tag, channel, WAIT)))
+    tags = itertools.count()
+    for op in matching.collectives:
+        for rank, call in zip(op.members, op.calls):
+            records.pop((rank, call.seq), None)
+        _collective_events(op, ranks, chunks, kind, channel + 1, tags, events)
     for (rank, seq), text in records.items():
         if text:
             events[rank].append((calls_by_rank[rank][seq].posted, seq, 0, text))

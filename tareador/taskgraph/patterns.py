@@ -58,6 +58,22 @@ class RankPatterns:
         n = -(-int(self.columns["bytes"][row]) // int(self.columns["element"][row]))
         return self.times[first:first + n]
 
+    def interval(self, row: int) -> tuple[int, int]:
+        """A buffer's production interval (a send) or consumption interval (a receive)."""
+        at = int(self.columns["at"][row])
+        if not self.columns["receive"][row]:
+            return int(self.starts[row]), at
+        end = int(self.columns["end"][row])
+        return at, self.end if end == OPEN else end
+
+    def clamped(self, row: int) -> np.ndarray:
+        """The buffer's element times in instructions within its interval: a send's elements ready
+        at its start at the earliest; a receive's never consumed at its end."""
+        start, stop = self.interval(row)
+        raw = self.elements(row)
+        times = np.clip(raw, start, stop).astype(np.int64)
+        return np.where(raw >= OVERWRITTEN, stop, times) if self.columns["receive"][row] else times
+
 
 def load_rank_patterns(directory: Path) -> RankPatterns:
     """One rank's patterns.npz, ready for transfer_patterns: the per-rank part of the work, which
@@ -136,14 +152,10 @@ def transfer_patterns(messages: Sequence, ranks: Sequence[RankPatterns]) -> list
         s, r = sender.row_of(m.send_seq, False), receiver.row_of(m.recv_seq, True)
         if s is None or r is None:
             continue
-        start, sent = int(sender.starts[s]), int(sender.columns["at"][s])
-        produced = _fractions(sender.elements(s), start, sent)
-        completed = int(receiver.columns["at"][r])
-        end = int(receiver.columns["end"][r])
-        end = receiver.end if end == OPEN else end
-        raw = receiver.elements(r)
-        consumed = _fractions(np.where(raw >= OVERWRITTEN, completed, raw), completed, end)
-        consumed[raw >= OVERWRITTEN] = np.nan
+        (start, sent), (completed, end) = sender.interval(s), receiver.interval(r)
+        produced = _fractions(sender.clamped(s), start, sent)
+        consumed = _fractions(receiver.clamped(r), completed, end)
+        consumed[receiver.elements(r) >= OVERWRITTEN] = np.nan
         result.append(TransferPattern(m.id, m.src, m.dst, m.tag, m.bytes, start, sent, completed, end,
                                       produced, consumed))
     return result
