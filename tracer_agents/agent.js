@@ -182,7 +182,8 @@ function loadNative(options) {
   const allocations = new CModule(options.allocationsSource, symbols);
   return { shadow, transform, allocations, mpi: null, markers: found, thread, blocks, symbols, program, calls,
     patterns: options.patterns ? [fn(lib, 'tr_pattern_rows', 'pointer', ['pointer']),
-      fn(lib, 'tr_pattern_times', 'pointer', ['pointer'])] : null };
+      fn(lib, 'tr_pattern_times', 'pointer', ['pointer'])] : null,
+    patternsDropped: fn(lib, 'tr_patterns_dropped', 'uint64', []) };
 }
 
 /* The MPI library is the one exporting MPI_Init (libmpi, libmpich). */
@@ -349,7 +350,7 @@ function finish(ending) {
   meta.patterns = null;
   if (native.patterns !== null) {
     const tables = native.patterns.map((getter, which) => table(getter, PATTERN_ROWS[which]));
-    meta.patterns = { rows: tables[0].n, times: tables[1].n };
+    meta.patterns = { rows: tables[0].n, times: tables[1].n, dropped: native.patternsDropped().toNumber() };
     for (const t of tables) parts.push(t.bytes);
   }
   const data = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));

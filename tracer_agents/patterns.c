@@ -54,11 +54,14 @@ uint32_t tr_patterns_on;
 uint64_t tr_access_time;   /* the time of the accesses being analysed */
 static TimeChunk **time_directory;
 /* Both tables are reserved once, far away (map_far), and never move: pages cost memory only once
- * written. A run with more rows or element times than this records no more patterns. */
+ * written. The reservation halves until the system grants it (strict overcommit); a run with
+ * more rows or element times than reserved records no more patterns. */
 #define MAX_ROWS (1UL << 26)
 #define MAX_TIMES (1UL << 33)
-static PatternRow *rows; static uint64_t row_count;
-static uint64_t *times; static uint64_t time_count;
+#define MIN_RESERVED (1UL << 20)
+static PatternRow *rows; static uint64_t row_count, row_capacity;
+static uint64_t *times; static uint64_t time_count, time_capacity;
+static uint64_t dropped;   /* buffers not recorded: the tables were full */
 
 /* The time shadow is mapped far from the libraries (from PLACE up): mapped next to them, it
  * pushes the code slabs Stalker maps later beyond 2 GiB of the agent's stubs, and Frida 17's
@@ -72,10 +75,18 @@ static void *map_far(uint64_t bytes) {
   return p;
 }
 
+static void *reserve(uint64_t *capacity, uint64_t most, uint64_t row_size) {
+  for (*capacity = most; *capacity >= MIN_RESERVED; *capacity /= 2) {
+    void *p = map_far(*capacity * row_size);
+    if (p) return p;
+  }
+  return 0;
+}
+
 int tr_patterns_enable(void) {
   time_directory = map_far(DIRECTORY_SIZE * sizeof(TimeChunk *));
-  rows = map_far(MAX_ROWS * sizeof(PatternRow));
-  times = map_far(MAX_TIMES * sizeof(uint64_t));
+  rows = reserve(&row_capacity, MAX_ROWS, sizeof(PatternRow));
+  times = reserve(&time_capacity, MAX_TIMES, sizeof(uint64_t));
   if (!time_directory || !rows || !times) return -1;
   tr_patterns_on = 1;
   return 0;
@@ -133,7 +144,10 @@ static PatternRow *new_row(uint64_t call, uint64_t address, uint64_t bytes, uint
   if (!tr_patterns_on || !bytes) return 0;
   if (element == 0) element = 1;
   uint64_t n = (bytes + element - 1) / element;
-  if (time_count + n > MAX_TIMES || row_count == MAX_ROWS) return 0;
+  if (time_count + n > time_capacity || row_count == row_capacity) {
+    dropped++;
+    return 0;
+  }
   PatternRow *m = &rows[row_count++];
   m->call = call; m->address = address; m->bytes = bytes; m->element = element;
   m->at = tr_access_time; m->first = time_count; m->end = OPEN; m->receive = receive; m->pad = 0;
@@ -178,3 +192,4 @@ void tr_pattern_receive(uint64_t call, uint64_t address, uint64_t bytes, uint64_
 /* The tables for the agent, at the end. */
 PatternRow *tr_pattern_rows(uint64_t *count) { *count = row_count; return rows; }
 uint64_t *tr_pattern_times(uint64_t *count) { *count = time_count; return times; }
+uint64_t tr_patterns_dropped(void) { return dropped; }

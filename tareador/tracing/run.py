@@ -211,6 +211,9 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     calls, comms = decode.mpi_tables(meta, result.data, objects, rank) if mpi_meta else ([], [])
     if mpi or mpi_meta:
         warnings += _mpi_warnings(mpi_meta, rank)
+    if (meta.get("patterns") or {}).get("dropped"):
+        warnings.append(f"{meta['patterns']['dropped']} message buffer(s) beyond the patterns' tables were not "
+                        "recorded: tareador patterns and overlap leave those messages out")
     trace = TaskTrace(tasks, deps, objects, {}, str(out_dir))
     trace.summary = {
         "program": argv[0],
