@@ -305,3 +305,21 @@ def test_a_collective_is_overlapped_as_its_messages(traced):
     for a, b in zip(sent["points"], broadcast["points"]):
         assert all(abs(a["times"][k] - b["times"][k]) <= 0.005 * a["times"][k] for k in a["times"])
     assert (traced(MPICH, "linear", "linear", "bcast") / "authentic-p2p.dim").exists()
+
+
+@pytest.mark.parametrize("name, args", [("jacobi", ["16", "4", "2"]), ("ring", ["64"])])
+def test_every_kind_of_point_to_point_message_has_its_patterns(tmp_path, name, args):
+    """Jacobi's MPI_Isend/MPI_Irecv/MPI_Waitall (the receive written at the Waitall) and ring's
+    MPI_Sendrecv (its send and receive parts), under Open MPI: every message of messages.csv has
+    its row in patterns.csv, the same ids, ranks, tags and bytes, and both its intervals."""
+    require(OPEN_MPI)
+    subprocess.run(["make", "-s", "-C", str(EXAMPLES), "MPI=openmpi", f"BIN={tmp_path}",
+                    f"TAREADOR_CFLAGS={toolchain.cflags()}", f"TAREADOR_LIBS={toolchain.libs()}", name], check=True)
+    run_dir = tmp_path / f"{name}.tareador"
+    r = tareador("mpirun", "-np", "2", "-o", run_dir, "--", tmp_path / "openmpi" / name, *args)
+    assert r.returncode == 0, r.stderr
+    with open(run_dir / "messages.csv", newline="") as f:
+        messages = [(m["id"], m["src"], m["dst"], m["tag"], m["bytes"]) for m in csv.DictReader(f)]
+    table = rows(run_dir)
+    assert messages and [(p["message"], p["src"], p["dst"], p["tag"], p["bytes"]) for p in table] == messages
+    assert all(int(p["production_interval"]) > 0 and int(p["consumption_interval"]) > 0 for p in table)
