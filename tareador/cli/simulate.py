@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from tareador.cli.mapping import add_ranks_per_node
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -23,6 +25,7 @@ def register(subparsers) -> None:
     p.add_argument("trace_dir", metavar="DIR", help="trace directory written by 'tareador trace', or an MPI run's "
                    "written by 'tareador mpirun'")
     add_machine_options(p)
+    add_ranks_per_node(p)
     p.add_argument("--prv", action="store_true", help="write a Paraver trace of each simulation")
     p.add_argument("--chrome", action="store_true", help="write a Chrome/Perfetto JSON of each simulation")
     p.add_argument("--plot", action="store_true", help="write speedup.png, profile.png and gantt.png")
@@ -118,6 +121,8 @@ def run(args) -> int:
 
     if is_run(Path(args.trace_dir)):
         return simulate_mpi.run(args)
+    if args.ranks_per_node is not None:
+        raise UserError(f"--ranks-per-node applies to an MPI run's directory; {args.trace_dir} is one process's trace")
 
     machine, cores, policy = machine_options(args)
     try:

@@ -11,6 +11,7 @@ from pathlib import Path
 def run(args) -> int:
     from tareador.analyses.mpi_speedup import mpi_study
     from tareador.cli.main import UserError
+    from tareador.cli.mapping import with_ranks_per_node
     from tareador.cli.simulate import core_list, load_machine_arg
     from tareador.formats.dimemas import DimError, read_dim
     from tareador.formats.paraver import write_paraver
@@ -28,7 +29,7 @@ def run(args) -> int:
     if missing:
         raise UserError(f"{d} has no {' or '.join(missing)}: run 'tareador postprocess {d}' first")
     load_run(d)  # the ranks' files against the run's: a rank traced again since makes them stale
-    machine = load_machine_arg(args.machine)
+    machine = with_ranks_per_node(load_machine_arg(args.machine), args.ranks_per_node)
     policy = args.policy or machine.policy or "cp"
     cores = core_list(args.cores) if args.cores is not None else default_cores_per_rank(machine, args.machine)
     out = Path(args.output or d)
@@ -38,8 +39,8 @@ def run(args) -> int:
         if ompss.threads and len(ompss.threads) != len(authentic.threads):
             raise UserError(f"{d}: ompss.dim has {len(ompss.threads)} ranks, authentic.dim {len(authentic.threads)}: "
                             f"run 'tareador postprocess {d}' again")
-        if args.machine is None:  # the ideal network, one rank per node
-            machine = replace(machine, nodes=len(ompss.threads))
+        if args.machine is None:  # the ideal network, one rank per node unless --ranks-per-node says
+            machine = replace(machine, nodes=-(-len(ompss.threads) // (machine.tasks_per_node or 1)))
         study = mpi_study(ompss, authentic, cores, machine, policy, record=args.prv)
     except (DimError, MachineError, ToolchainError) as e:
         raise UserError(str(e)) from None
