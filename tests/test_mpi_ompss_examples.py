@@ -171,7 +171,7 @@ def test_postprocess_under_mpiexec_gives_the_serial_files(runs, tmp_path):
     for mpi in (OPEN_MPI, MPICH):
         copy = tmp_path / mpi.name
         shutil.copytree(run, copy)
-        for name in RUN_FILES:
+        for name in RUN_FILES + ("patterns.csv",):
             (copy / name).unlink()
         r = subprocess.run(mpi.command(2, [sys.executable, "-m", "tareador", "postprocess", str(copy)]),
                            capture_output=True, text=True, timeout=120, env=mpi.env())
@@ -179,5 +179,5 @@ def test_postprocess_under_mpiexec_gives_the_serial_files(runs, tmp_path):
         assert r.stdout.count("run directory:") == 1  # process 0's summary, only
         warned = "process 0 does all the work" in r.stderr
         assert warned == (mpi is MPICH), r.stderr
-        for name in RUN_FILES:
+        for name in RUN_FILES + ("patterns.csv",):
             assert (copy / name).read_bytes() == (serial / name).read_bytes(), (mpi.name, name)

@@ -31,6 +31,8 @@ const MPI_QUERIES = ['Type_size', 'Type_get_extent', 'Type_get_true_extent', 'Ge
   'Comm_group', 'Group_translate_ranks', 'Group_free'];
 /* Row sizes of mpi.c's tables: calls, completions, communicators, world ranks. */
 const MPI_ROWS = [56, 16, 32, 4];
+/* Row sizes of patterns.c's tables: message buffers, element times. */
+const PATTERN_ROWS = [64, 8];
 
 let native = null;
 let endings = null;
@@ -143,6 +145,12 @@ function loadNative(options) {
   const thread = Memory.alloc(8);
   thread.writeU64(Process.id);
   const blocks = Memory.alloc(8);
+  /* trace --mpi: communication patterns (patterns.c), timed by the transform's time records. */
+  const patterns = Memory.alloc(8);
+  if (options.patterns) {
+    if (fn(lib, 'tr_patterns_enable', 'int', [])() !== 0) throw new Error('cannot allocate the patterns shadow');
+    patterns.writeU64(1);
+  }
   const stackBounds = Memory.alloc(16);
   stackBounds.writePointer(stack.low);
   stackBounds.add(8).writePointer(stack.high);
@@ -160,6 +168,7 @@ function loadNative(options) {
     tareador_user_ranges: rangesBuffer(codeRanges(program)),
     tareador_markers: markers,
     tareador_blocks: blocks,
+    tareador_patterns: patterns,
     tareador_thread: thread,
     tareador_stack: stackBounds,
     tareador_calls: calls,
@@ -171,7 +180,10 @@ function loadNative(options) {
     symbols[name] = lib.getExportByName(name);
   const transform = new CModule(options.transformSource, symbols);
   const allocations = new CModule(options.allocationsSource, symbols);
-  return { shadow, transform, allocations, mpi: null, markers: found, thread, blocks, symbols, program, calls };
+  return { shadow, transform, allocations, mpi: null, markers: found, thread, blocks, symbols, program, calls,
+    patterns: options.patterns ? [fn(lib, 'tr_pattern_rows', 'pointer', ['pointer']),
+      fn(lib, 'tr_pattern_times', 'pointer', ['pointer'])] : null,
+    patternsDropped: fn(lib, 'tr_patterns_dropped', 'uint64', []) };
 }
 
 /* The MPI library is the one exporting MPI_Init (libmpi, libmpich). */
@@ -187,7 +199,9 @@ function loadMpi(source, library) {
   /* Whole pages: zeroed. */
   const state = Memory.alloc(Process.pageSize);
   const symbols = { tareador_mpi: state, tareador_thread: native.thread };
-  for (const name of ['tr_enter_mpi', 'tr_leave_mpi', 'tr_mpi_access', 'tr_grow']) symbols[name] = lib.getExportByName(name);
+  for (const name of ['tr_enter_mpi', 'tr_leave_mpi', 'tr_mpi_access', 'tr_grow', 'tr_pattern_send',
+    'tr_pattern_receive'])
+    symbols[name] = lib.getExportByName(name);
   for (const name of MPI_QUERIES)
     symbols['PMPI_' + name] = library.findExportByName('PMPI_' + name) || library.getExportByName('MPI_' + name);
   const cm = new CModule(source, symbols);
@@ -331,6 +345,12 @@ function finish(ending) {
     const v = i => out.add(8 * i).readS64().toNumber();
     meta.mpi = { library: mpi.kind, names: mpi.names, modelled: mpi.modelled, rank: v(0), size: v(1), noncontiguous: v(2), pending: v(3),
       counts: { calls: tables[0].n, completions: tables[1].n, comms: tables[2].n, ranks: tables[3].n } };
+    for (const t of tables) parts.push(t.bytes);
+  }
+  meta.patterns = null;
+  if (native.patterns !== null) {
+    const tables = native.patterns.map((getter, which) => table(getter, PATTERN_ROWS[which]));
+    meta.patterns = { rows: tables[0].n, times: tables[1].n, dropped: native.patternsDropped().toNumber() };
     for (const t of tables) parts.push(t.bytes);
   }
   const data = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));

@@ -55,6 +55,7 @@ def postprocess(directory: str | Path, ending: str | None = None, collectives: s
 
         with rank_pool() as starmap:
             return postprocess(directory, ending, collectives, starmap)
+    from tareador.cli.patterns import write_run_patterns
     from tareador.formats.dimemas_mpi import by_rank, call_records, communicators, write_mpi_authentic
     from tareador.formats.paraver import task_type_values
     from tareador.replay.mpi_ompss import rank_threads, write_mpi_ompss
@@ -62,6 +63,7 @@ def postprocess(directory: str | Path, ending: str | None = None, collectives: s
 
     d = Path(directory)
     result = build_run(d, ending, starmap)
+    write_run_patterns(d, result.messages, starmap=starmap)
     write_mpi_authentic(d / "authentic.dim", result.ranks, result.calls_by_rank, result.matching,
                         collectives=collectives)
     names = [t.name for trace in result.ranks for t in trace.tasks]

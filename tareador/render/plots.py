@@ -168,3 +168,38 @@ def plot_network_sweep(result: Sweep, title: str, path: str | Path) -> Path:
             ax.legend(fontsize="small")
     fig.suptitle(_text(title))
     return _save(fig, path)
+
+
+def plot_patterns(name: str, transfers: list, path: str | Path) -> Path:
+    """The thesis' Fig. 5.11 for one transfer class: every element of every message of the class,
+    x its index in the message, y when it became final (production, left) or was first read
+    (consumption, right) in % of the interval; elements never read are not drawn."""
+    fig = Figure(figsize=(10, 4))
+    for ax, side, title in ((fig.add_subplot(1, 2, 1), "production", "production: last write"),
+                            (fig.add_subplot(1, 2, 2), "consumption", "consumption: first read")):
+        for t in transfers:
+            values = 100.0 * getattr(t, side)
+            ax.scatter(np.arange(len(values)), values, s=4, alpha=0.5)
+        ax.set_xlabel("element of the message")
+        ax.set_ylabel(f"% of the {side} interval")
+        ax.set_ylim(-2, 102)
+        ax.set_title(f"{_text(name)}: {title} ({len(transfers)} messages)")
+        ax.grid(True, alpha=0.3)
+    return _save(fig, path)
+
+
+def plot_overlap(study, title: str, path: str | Path) -> Path:
+    """Speedup of the overlapped runs over the authentic one against the bandwidth (Fig. 5.14)."""
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.add_subplot(1, 1, 1)
+    bandwidths = [p.bandwidth for p in study.points]
+    for kind, style in (("real", "o-"), ("ideal", "s--")):
+        ax.plot(bandwidths, [p.speedup(kind) for p in study.points], style, label=f"overlap-{kind}")
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("bandwidth (MB/s)")
+    ax.set_ylabel("speedup over the authentic run")
+    ax.set_title(_text(title))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    return _save(fig, path)

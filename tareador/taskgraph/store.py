@@ -21,7 +21,8 @@ TABLES = {"tasks.csv": TaskInstance, "deps.csv": Dependency, "objects.csv": Data
 OWNED = ("tasks.csv", "deps.csv", "objects.csv", "summary.json", "graph.dot", "graph.svg", "graph.png",
          "simulation-*.prv", "simulation-*.pcf", "simulation-*.row", "simulation-*.json", "speedup.png",
          "profile.png", "gantt.png", "speedup.csv", "profile.csv", "ompss.dim", "ompss.pcf", "authentic.dim",
-         "authentic.pcf", "whatif-*.png", "whatif.csv", "mpi.csv", "comms.csv", "messages.csv")
+         "authentic.pcf", "whatif-*.png", "whatif.csv", "mpi.csv", "comms.csv", "messages.csv",
+         "patterns.npz", "patterns.csv", "patterns-*.png", "overlap-*.dim", "overlap.csv", "overlap.png")
 
 
 class TraceDirError(Exception):
