@@ -91,7 +91,7 @@ def call_records(calls_by_rank: Sequence[Sequence[MpiCall]], matching: Matching,
     A send-receive is one call of two rows: its records (send, then receive) are under the seq
     of its send row.
     """
-    parts = _point_to_point(calls_by_rank, matching) | _collectives(matching, collectives)
+    parts = row_records(calls_by_rank, matching, collectives)
     records = {}
     for rank, calls in enumerate(calls_by_rank):
         texts: dict[int, list[str]] = {}
@@ -111,6 +111,14 @@ def call_records(calls_by_rank: Sequence[Sequence[MpiCall]], matching: Matching,
             etype, value = mpi_events.CALLS[operation[seq]]
             records[rank, seq] = f"20:{rank}:0:{etype}:{value}\n{''.join(text)}20:{rank}:0:{etype}:0\n"
     return records
+
+
+def row_records(calls_by_rank: Sequence[Sequence[MpiCall]], matching: Matching,
+                collectives: str = "dimemas") -> dict[tuple[int, int], str]:
+    """(rank, seq) -> the bare Dimemas records of each row of mpi.csv (a send-receive's two rows
+    apart, no MPI events): what the overlapped traces (formats/overlap.py) take apart message by
+    message before ``call_records`` frames them per call."""
+    return _point_to_point(calls_by_rank, matching) | _collectives(matching, collectives)
 
 
 def by_rank(records: dict[tuple[int, int], str], ranks: int) -> list[dict[int, str]]:
@@ -142,24 +150,24 @@ def _point_to_point(calls_by_rank: Sequence[Sequence[MpiCall]], matching: Matchi
             if side == mpi.SEND and m:
                 sync = (SYNC_RENDEZVOUS if c.rendezvous else 0) | (
                     SYNC_IMMEDIATE if c.nonblocking or c.operation in mpi.SENDRECVS else 0)
-                records[rank, c.seq] = _send(rank, m.dst, m.bytes, m.tag, comm, sync)
+                records[rank, c.seq] = send_record(rank, m.dst, m.bytes, m.tag, comm, sync)
             elif side == mpi.RECEIVE and m:
-                records[rank, c.seq] = _receive(rank, m.src, m.bytes, m.tag, comm, IRECV if c.nonblocking else 0)
+                records[rank, c.seq] = receive_record(rank, m.src, m.bytes, m.tag, comm, IRECV if c.nonblocking else 0)
             elif side == mpi.COMPLETION:
                 waits = [(r, matching.by_call.get((rank, r.seq))) for r in map(started.get, c.requests)
                          if r.operation in IMMEDIATE_RECEIVES]
-                text = "".join(_receive(rank, m.src, m.bytes, m.tag, matching.comm_of[rank, r.comm], WAIT)
+                text = "".join(receive_record(rank, m.src, m.bytes, m.tag, matching.comm_of[rank, r.comm], WAIT)
                                for r, m in waits if m)
                 if text:
                     records[rank, c.seq] = text
     return records
 
 
-def _send(rank: int, dst: int, size: int, tag: int, comm: int, sync: int) -> str:
+def send_record(rank: int, dst: int, size: int, tag: int, comm: int, sync: int) -> str:
     return f"{SEND}:{rank}:0:{dst}:{max(size, 0)}:{tag}:{comm}:{sync}\n"
 
 
-def _receive(rank: int, src: int, size: int, tag: int, comm: int, kind: int) -> str:
+def receive_record(rank: int, src: int, size: int, tag: int, comm: int, kind: int) -> str:
     return f"{RECV}:{rank}:0:{src}:{max(size, 0)}:{tag}:{comm}:{kind}\n"
 
 
@@ -212,9 +220,9 @@ def _collective_messages(matching: Matching) -> dict[tuple[int, int], str]:
         root = op.members.index(op.root) if op.root >= 0 else 0
         plan = collectives.steps(op.operation, root, [max(c.bytes, 0) for c in op.calls])
         for rank, call, steps in zip(op.members, op.calls, plan):
-            text = "".join(_receive(rank, op.members[peer], size, op.index, op.comm + offset, 0)
+            text = "".join(receive_record(rank, op.members[peer], size, op.index, op.comm + offset, 0)
                            if kind == collectives.RECV else
-                           _send(rank, op.members[peer], size, op.index, op.comm + offset,
+                           send_record(rank, op.members[peer], size, op.index, op.comm + offset,
                                  SYNC_IMMEDIATE if kind == collectives.ISEND else 0)
                            for kind, peer, size in steps)
             if text:

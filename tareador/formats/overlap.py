@@ -42,7 +42,7 @@ import numpy as np
 
 from tareador.formats import collectives
 from tareador.formats.dimemas import SYNC_IMMEDIATE, write_dim
-from tareador.formats.dimemas_mpi import IRECV, WAIT, _receive, _send, call_records
+from tareador.formats.dimemas_mpi import IRECV, WAIT, receive_record, row_records, send_record
 from tareador.taskgraph import mpi
 from tareador.taskgraph.patterns import RankPatterns, TransferPattern
 
@@ -121,14 +121,14 @@ def _collective_events(op, ranks: Sequence[RankPatterns], chunks: int, kind: str
             for size_k, send_k, wait_k in zip(sizes, sends, waits):
                 tag = next(tags)
                 events[src].append((send_k, op.calls[peer].seq, 0 if produced else 2 * s,
-                                    _send(src, dst, size_k, tag, channel, sync)))
+                                    send_record(src, dst, size_k, tag, channel, sync)))
                 if n == 1 and not consumed:  # as the algorithm has it: one blocking receive
-                    events[dst].append((at_dst, op.calls[j].seq, 2 * r, _receive(dst, src, size_k, tag, channel, 0)))
+                    events[dst].append((at_dst, op.calls[j].seq, 2 * r, receive_record(dst, src, size_k, tag, channel, 0)))
                     continue
-                events[dst].append((at_dst, op.calls[j].seq, 2 * r, _receive(dst, src, size_k, tag, channel, IRECV)))
+                events[dst].append((at_dst, op.calls[j].seq, 2 * r, receive_record(dst, src, size_k, tag, channel, IRECV)))
                 waited = (wait_k, op.calls[j].seq, 2 * len(plan[j]) + tag) if consumed else \
                     (at_dst, op.calls[j].seq, 2 * r + 1)
-                events[dst].append((*waited, _receive(dst, src, size_k, tag, channel, WAIT)))
+                events[dst].append((*waited, receive_record(dst, src, size_k, tag, channel, WAIT)))
 
 
 def _completions(calls) -> dict[int, int]:
@@ -158,7 +158,7 @@ def write_overlap_trace(path: str | Path, run, ranks: Sequence[RankPatterns], tr
                         chunks: int, kind: str, instructions_per_second: float = 1e9) -> Path:
     """overlap-``kind``.dim of ``run`` (an MpiRun) from its ranks' patterns and its ``transfers``."""
     calls_by_rank, matching = run.calls_by_rank, run.matching
-    records = call_records(calls_by_rank, matching, "p2p")
+    records = row_records(calls_by_rank, matching, "p2p")
     events: list[list[tuple[int, int, int, str]]] = [[] for _ in calls_by_rank]
     completions = [_completions(calls) for calls in calls_by_rank]
     channel = 2 * len(matching.communicators)
@@ -172,17 +172,17 @@ def write_overlap_trace(path: str | Path, run, ranks: Sequence[RankPatterns], tr
         waited_at = m.recv_seq
         if receive.nonblocking:
             waited_at = completions[m.dst].get(receive.requests[0], m.recv_seq)
-            line = _receive(m.dst, m.src, m.bytes, m.tag, comm, WAIT)
+            line = receive_record(m.dst, m.src, m.bytes, m.tag, comm, WAIT)
             if (m.dst, waited_at) in records:
                 records[m.dst, waited_at] = records[m.dst, waited_at].replace(line, "", 1)
         sizes, sends, waits = chunk_plan(t, chunks, kind)
         tags = [m.id * chunks + k for k in range(len(sizes))]
         for size, tag, at in zip(sizes, tags, sends):
-            events[m.src].append((at, m.send_seq, 0, _send(m.src, m.dst, size, tag, channel, SYNC_IMMEDIATE)))
+            events[m.src].append((at, m.send_seq, 0, send_record(m.src, m.dst, size, tag, channel, SYNC_IMMEDIATE)))
         events[m.dst].append((receive.posted, m.recv_seq, 0,
-                              "".join(_receive(m.dst, m.src, s, tag, channel, IRECV) for s, tag in zip(sizes, tags))))
+                              "".join(receive_record(m.dst, m.src, s, tag, channel, IRECV) for s, tag in zip(sizes, tags))))
         for k, (size, tag, at) in enumerate(zip(sizes, tags, waits)):
-            events[m.dst].append((at, waited_at, 1 + k, _receive(m.dst, m.src, size, tag, channel, WAIT)))
+            events[m.dst].append((at, waited_at, 1 + k, receive_record(m.dst, m.src, size, tag, channel, WAIT)))
     tags = itertools.count()
     for op in matching.collectives:
         for rank, call in zip(op.members, op.calls):
