@@ -373,16 +373,29 @@ function stubLibraryCalls(cm) {
     for (const imp of m.enumerateImports())
       if (imp.type === 'function' && imp.slot && !imp.slot.readPointer().isNull()) imports.push(imp);
   const size = Math.ceil((64 + 16 * imports.length) / Process.pageSize) * Process.pageSize;
-  /* Kept in native: memory from Memory.alloc is freed with its last reference. */
-  const code = native.stubs = Memory.alloc(size, { near: native.calls, maxDistance: 0x7fff0000 });
+  /* Kept in native: memory from Memory.alloc is freed with its last reference. The stubs reach
+   * the cursor by absolute address, never RIP-relative: Stalker copies what it follows into its
+   * own code, and where that lands more than 2 GiB from the cursor Frida 17 relocates a
+   * RIP-relative load wrongly (seen as a crash in the first MPI_Send of a rank whose mappings
+   * had moved). rax is kept below the stack pointer meanwhile: at a call's first instruction the
+   * red zone is free, and r10 and r11 (the target) are the only other registers a call may
+   * clobber, al counting a variadic call's vector registers. */
+  const code = native.stubs = Memory.alloc(size);
   const stubs = [];
   Memory.patchCode(code, size, c => {
     const w = new X86Writer(c, { pc: code });
-    w.putMovRegNearPtr('r10', native.calls);
-    w.putBytes([0xff, 0x34, 0x24, 0x41, 0x8f, 0x02]);  /* push [rsp]; pop [r10]: the return address */
-    w.putBytes([0x49, 0x89, 0x62, 0x08]);              /* mov [r10+8], rsp: its slot */
-    w.putBytes([0x41, 0x80, 0xc2, 0x10]);              /* add r10b, 16: the next entry */
-    w.putMovNearPtrReg(native.calls, 'r10');
+    const cursor = [];
+    w.putBytes([0x48, 0x89, 0x44, 0x24, 0xf8]);        /* mov [rsp-8], rax */
+    w.putBytes([0x48, 0xa1]);                          /* movabs rax, [cursor] */
+    cursor.push(w.offset);
+    w.putBytes([0, 0, 0, 0, 0, 0, 0, 0]);
+    w.putBytes([0x4c, 0x8b, 0x14, 0x24, 0x4c, 0x89, 0x10]);  /* mov r10, [rsp]; mov [rax], r10: the return address */
+    w.putBytes([0x48, 0x89, 0x60, 0x08]);              /* mov [rax+8], rsp: its slot */
+    w.putBytes([0x04, 0x10]);                          /* add al, 16: the next entry */
+    w.putBytes([0x48, 0xa3]);                          /* movabs [cursor], rax */
+    cursor.push(w.offset);
+    w.putBytes([0, 0, 0, 0, 0, 0, 0, 0]);
+    w.putBytes([0x48, 0x8b, 0x44, 0x24, 0xf8]);        /* mov rax, [rsp-8] */
     w.putJmpReg('r11');
     for (const imp of imports) {
       stubs.push(code.add(w.offset));
@@ -390,6 +403,7 @@ function stubLibraryCalls(cm) {
       w.putJmpAddress(code);
     }
     w.flush();
+    for (const at of cursor) c.add(at).writePointer(native.calls);
   });
   imports.forEach((imp, k) => {
     Memory.protect(imp.slot, Process.pointerSize, 'rw-');
