@@ -1,4 +1,4 @@
-"""ompss.dim of an MPI run (the MPI/OmpSs artificial trace, tareador/replay/mpi_ompss.py) from
+"""ompss.dim of an MPI run (the MPI/OmpSs artificial trace, tareador/formats/mpi_ompss.py) from
 hand-written rank directories: its threads and records, and its replays on an ideal network
 (latency 0, bandwidth 0 = instantaneous), one instruction a nanosecond, derived by hand; the
 per-rank work in a process pool gives the same files as serially; `tareador simulate RUN_DIR`."""
@@ -16,7 +16,7 @@ import pytest
 from tareador.cli.postprocess import postprocess
 from tareador.formats.dimemas import read_dim
 from tareador.formats.dimemas_mpi import DEPENDENCY_COMM
-from tareador.replay.engine import replay
+from tareador.replay.dimemas_engine import replay
 from tareador.replay.machine import Machine
 from tareador.taskgraph.model import TaskInstance
 from tareador.workers import rank_pool

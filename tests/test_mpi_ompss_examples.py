@@ -15,7 +15,7 @@ import networkx as nx
 import pytest
 
 from tareador.formats.dimemas import read_dim
-from tareador.replay.engine import replay
+from tareador.replay.dimemas_engine import replay
 from tareador.replay.machine import Machine
 from tareador.tracing.mpi_launch import MPICH, MPIS, OPEN_MPI
 from test_mpi_ompss import RUN_FILES, mpi_records

@@ -16,7 +16,7 @@ from tareador.cli.postprocess import postprocess
 from tareador.formats import collectives
 from tareador.formats.dimemas import read_dim
 from tareador.formats.paraver import pcf_value_labels
-from tareador.replay.engine import replay
+from tareador.replay.dimemas_engine import replay
 from tareador.replay.machine import MB, Machine
 from tareador.taskgraph.model import Communicator, Dependency, MpiCall, TaskInstance, TaskTrace
 from tareador.taskgraph.mpi import Message, MpiRun

@@ -21,7 +21,7 @@ import pytest
 import tareador
 from conftest import require, write_c
 from tareador.formats.dimemas import read_dim
-from tareador.replay.engine import replay
+from tareador.replay.dimemas_engine import replay
 from tareador.replay.machine import Machine
 from tareador.tracing import toolchain
 from tareador.tracing.mpi_launch import MPICH, MPIS, OPEN_MPI, linked_mpi

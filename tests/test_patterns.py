@@ -17,7 +17,7 @@ import pytest
 from conftest import EXAMPLES, require
 from tareador.analyses.patterns import figures, statistics
 from tareador.formats.dimemas import read_dim
-from tareador.replay.engine import replay
+from tareador.replay.dimemas_engine import replay
 from tareador.replay.machine import load_machine
 from tareador.taskgraph.patterns import TransferPattern
 from tareador.tracing import toolchain

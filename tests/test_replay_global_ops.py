@@ -12,7 +12,7 @@ import pytest
 
 from tareador.formats.dimemas import GLOBAL_OPS, DimError, read_dim, write_dim
 from tareador.formats.paraver import GROUP_COMMUNICATION, RUNNING, STARTUP_LATENCY
-from tareador.replay.engine import replay
+from tareador.replay.dimemas_engine import replay
 from tareador.replay.machine import Machine, MachineError, parse_cfg
 
 MIB = 1 << 20

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import require
 from tareador.formats.dimemas import read_dim, write_dim
-from tareador.replay.engine import replay
+from tareador.replay.dimemas_engine import replay
 from tareador.replay.machine import Machine, MachineError, load_machine, parse_toml
 from tareador.tracing.mpi_launch import MPICH
 from tests.test_replay_dimemas import TWO_RANKS, cfg

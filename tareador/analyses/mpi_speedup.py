@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tareador.formats.dimemas import DimTrace
-from tareador.replay.engine import ReplayResult, replay
+from tareador.replay.dimemas_engine import ReplayResult, replay
 from tareador.replay.machine import Machine, MachineError
 
 

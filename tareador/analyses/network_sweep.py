@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tareador.formats.dimemas import GLOBAL_OP, SEND, DimTrace
-from tareador.replay.engine import replay
+from tareador.replay.dimemas_engine import replay
 from tareador.replay.machine import Machine
 
 

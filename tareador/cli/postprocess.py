@@ -58,7 +58,7 @@ def postprocess(directory: str | Path, ending: str | None = None, collectives: s
     from tareador.cli.patterns import write_run_patterns
     from tareador.formats.dimemas_mpi import by_rank, call_records, communicators, write_mpi_authentic
     from tareador.formats.paraver import task_type_values
-    from tareador.replay.mpi_ompss import rank_threads, write_mpi_ompss
+    from tareador.formats.mpi_ompss import rank_threads, write_mpi_ompss
     from tareador.taskgraph.mpi import build_run
 
     d = Path(directory)

@@ -87,7 +87,7 @@ def value_list(text: str | None, option: str) -> list[float] | None:
 def _replay(args, trace, machine, progress):
     from tareador.formats.chrome import write_replay_chrome
     from tareador.formats.paraver import write_paraver
-    from tareador.replay.engine import replay
+    from tareador.replay.dimemas_engine import replay
 
     result = replay(trace, machine, record=bool(args.prv or args.chrome), progress=progress)
     if args.prv:

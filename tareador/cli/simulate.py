@@ -116,7 +116,7 @@ def run(args) -> int:
     from tareador.analyses.speedup import study
     from tareador.cli import simulate_mpi
     from tareador.cli.main import UserError
-    from tareador.replay.dag import load_dag
+    from tareador.taskgraph.dag import load_dag
     from tareador.taskgraph.store import is_run
 
     if is_run(Path(args.trace_dir)):
@@ -171,7 +171,7 @@ def _write_outputs(args, out: Path, dag, result, machine) -> dict[str, list[Path
 
     from tareador.formats.chrome import write_chrome
     from tareador.formats.paraver import nanoseconds, schedule_run, write_paraver
-    from tareador.replay.dag import write_dim_traces
+    from tareador.formats.dimemas import write_dim_traces
 
     written: dict[str, list[Path]] = {}
 

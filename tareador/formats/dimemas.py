@@ -9,7 +9,6 @@ object per line; only malformed input falls back to slow paths, to name the line
 
 from __future__ import annotations
 
-import ctypes
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -20,6 +19,8 @@ import numpy as np
 from tareador.files import output_file, write_text
 from tareador.formats.paraver import (DEP_TAG, PRIORITY_EVENT, TASK_EVENT, ParaverRun, pcf_text,
                                       task_event_labels, task_type_values)
+from tareador.taskgraph.dag import Dag, bottom_levels, csr, durations
+from tareador.text_columns import byte_words, digit_values, line_chunks, recycle_freed_memory, split_fields
 
 BURST, SEND, RECV, GLOBAL_OP, EVENT, NOOP = 1, 2, 3, 10, 20, 0
 SYNC_RENDEZVOUS, SYNC_IMMEDIATE = 1, 2
@@ -80,14 +81,6 @@ def write_dim(path: str | Path, name: str, threads: list[int], blocks: Iterable[
 def _header_line(name: str, trailer: int, threads: list[int], ncomms: int) -> str:
     return (f'#DIMEMAS:"{name}":1,{trailer:0{OFFSET_DIGITS}d}:{len(threads)}('
             + ",".join(map(str, threads)) + f"),{ncomms}\n")
-
-
-def csr(keys: np.ndarray, values: np.ndarray, n: int) -> tuple[list[int], list[int]]:
-    """(offsets, values grouped by key) as Python lists, which the per-instance loops index fastest."""
-    order = np.argsort(keys, kind="stable")
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(keys, minlength=n), out=offsets[1:])
-    return offsets.tolist(), values[order].tolist()
 
 
 def ompss_blocks(names: list[str], instructions: np.ndarray, src: np.ndarray, dst: np.ndarray,
@@ -158,6 +151,17 @@ def write_authentic(path: str | Path, names: list[str], instructions: np.ndarray
     return [write_dim(path, "authentic", [1], [text]), write_task_labels(path, names)]
 
 
+def write_dim_traces(dag: Dag, directory, instructions_per_second: float, overhead: int = 0) -> list[Path]:
+    """ompss.dim and authentic.dim of the trace, for ``tareador replay`` or the real Dimemas, each
+    with its .pcf naming the task types."""
+    directory = Path(directory)
+    duration = durations(dag, overhead)
+    return [*write_ompss(directory / "ompss.dim", dag.names, duration, dag.src, dag.dst,
+                         bottom_levels(dag, duration), instructions_per_second),
+            *write_authentic(directory / "authentic.dim", dag.names, dag.weight, np.lexsort((dag.ids, dag.counter)),
+                             instructions_per_second)]
+
+
 def write_task_labels(dim: str | Path, names: list[str], more: dict | None = None) -> Path:
     """TRACE.pcf next to TRACE.dim, naming the task types (event 7003 values) and the event types
     in ``more`` (type -> (label, value labels)): Dimemas copies it into the Paraver trace it
@@ -214,26 +218,8 @@ class DimTrace:
         return self.first_line + int(record if self.file_order is None else self.file_order[record])
 
 
-# Small chunks keep every temporary array below glibc's mmap threshold, so chunks reuse the
-# same memory instead of faulting in fresh pages (which costs more than the parsing).
-CHUNK = 4 << 20
 COLUMNS = {"op": np.int8, "gthread": np.int32, "a": np.int32, "b": np.int64, "size": np.int64,
            "tag": np.int32, "comm": np.int32, "mode": np.int8, "secs": np.float64}
-
-
-def recycle_freed_memory() -> None:
-    """Ask glibc to reuse freed blocks up to 64 MiB instead of unmapping them.
-
-    Parsing allocates and frees the same temporaries chunk after chunk; on VMs where a page
-    fault costs microseconds, faulting them in again costs more than the parsing itself.
-    Without glibc this does nothing.
-    """
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-3, 64 << 20)  # M_MMAP_THRESHOLD
-        libc.mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD
-    except (OSError, AttributeError):
-        pass
 
 
 def read_dim(path: str | Path) -> DimTrace:
@@ -302,114 +288,9 @@ def _read_definition(line: bytes, ntasks: int, communicators: dict, where: str) 
     communicators[comm] = members
 
 
-def line_chunks(data: bytes, start: int, stop: int) -> Iterator[tuple[int, int]]:
-    """Consecutive ranges of whole lines of about CHUNK bytes covering data[start:stop]."""
-    while start < stop:
-        end = min(stop, start + CHUNK)
-        if end < stop:
-            end = data.rindex(b"\n", start, end) + 1
-        yield start, end
-        start = end
-
-
 def _find_trailer(data: bytes, start: int) -> int:
     at = data.find(b"\ns:", start - 1)
     return len(data) if at < 0 else at + 1
-
-
-_ASCII_ZEROS = np.uint64(0x3030303030303030)
-# _KEEP[n]: the top n bytes of a little-endian word, where an n-digit number ending there sits.
-_KEEP = np.array([((1 << 64) - 1) << (8 * (8 - n)) & ((1 << 64) - 1) for n in range(9)], np.uint64)
-MAX_DIGITS = 16
-
-
-def _swar8(words: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Value of the last n (0..8) ASCII digits of each 8-byte word: 8 digits per few integer ops."""
-    keep = _KEEP[n]
-    w = ((words & keep) | (_ASCII_ZEROS & ~keep)) - _ASCII_ZEROS
-    w = (w * np.uint64(10) + (w >> np.uint64(8))) & np.uint64(0x00FF00FF00FF00FF)
-    w = (w * np.uint64(100) + (w >> np.uint64(16))) & np.uint64(0x0000FFFF0000FFFF)
-    return ((w * np.uint64(10000) + (w >> np.uint64(32))) & np.uint64(0xFFFFFFFF)).astype(np.int64)
-
-
-def _digits(words: np.ndarray, ends: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Decimal value of the digit runs data[end-length:end] (0..16 digits); ``words[i]`` is the
-    little-endian 8-byte word at data[i], so no per-digit gather is needed."""
-    low = np.minimum(lengths, 8)
-    value = _swar8(words[ends - 8], low)
-    high = np.flatnonzero(lengths > 8)
-    if len(high):
-        value[high] += _swar8(words[ends[high] - 16], lengths[high] - 8) * 10 ** 8
-    return value
-
-
-def byte_words(data: bytes) -> np.ndarray:
-    """data[i:i+8] as a little-endian integer for every i: what the digit parser reads."""
-    return np.ndarray((max(len(data) - 7, 0),), "<u8", buffer=data, strides=(1,))
-
-
-@dataclass
-class Fields:
-    """Lines of ``sep``-delimited fields split in bulk; integer fields already have their value.
-
-    Token arrays are indexed by token; ``first_tok``/``ntok`` by line. A token is an integer
-    when it is 1..16 digits with an optional leading '-'; ``odd``/``odd_tok`` list the other
-    non-digit characters (and their token) for callers that accept more (decimals, names).
-    """
-
-    arr: np.ndarray
-    starts: np.ndarray
-    ends: np.ndarray
-    first_tok: np.ndarray
-    ntok: np.ndarray
-    is_int: np.ndarray
-    value: np.ndarray
-    odd: np.ndarray
-    odd_tok: np.ndarray
-
-    @property
-    def lengths(self) -> np.ndarray:
-        return self.ends - self.starts
-
-    def line_text(self, line: int) -> str:
-        a = self.starts[self.first_tok[line]]
-        b = self.ends[self.first_tok[line] + self.ntok[line] - 1]
-        return bytes(self.arr[a:b]).decode(errors="replace")
-
-    def token_of_line(self, token: int) -> int:
-        return int(np.searchsorted(self.first_tok, token, side="right")) - 1
-
-
-def split_fields(data: bytes, words: np.ndarray, start: int, stop: int, sep: int) -> Fields:
-    """Split whole lines data[start:stop] (ending with a newline) without a Python object per field."""
-    arr = np.frombuffer(data, np.uint8, stop - start, start)
-    nondigit = np.flatnonzero((arr < 48) | (arr > 57))
-    char = arr[nondigit]
-    is_sep = (char == sep) | (char == 10)
-    ends = nondigit[is_sep]
-    starts = np.empty_like(ends)
-    starts[:1] = 0
-    starts[1:] = ends[:-1] + 1
-    lengths = ends - starts
-    last_tok = np.flatnonzero(char[is_sep] == 10)
-    first_tok = np.empty(len(last_tok), np.int64)
-    first_tok[:1] = 0
-    first_tok[1:] = last_tok[:-1] + 1
-    odd = nondigit[~is_sep]
-    odd_tok = np.searchsorted(ends, odd)
-    tok, first_odd, nodd = np.unique(odd_tok, return_index=True, return_counts=True)
-    minus = (arr[odd[first_odd]] == 45) & (odd[first_odd] == starts[tok])
-    neg = np.zeros(len(ends), bool)
-    neg[tok[minus]] = True
-    is_int = (lengths > 0) & (lengths <= MAX_DIGITS)
-    is_int[tok] = minus & (nodd == 1) & (lengths[tok] > 1) & (lengths[tok] <= MAX_DIGITS + 1)
-    neg &= is_int
-    value = np.zeros(len(ends), np.int64)
-    sel = np.flatnonzero(is_int)
-    value[sel] = _digits(words, start + ends[sel], lengths[sel] - neg[sel])
-    value[neg] *= -1
-    return Fields(arr=arr, starts=starts, ends=ends, first_tok=first_tok,
-                  ntok=last_tok - first_tok + 1, is_int=is_int, value=value, odd=odd, odd_tok=odd_tok)
 
 
 def _parse_chunk(data: bytes, words: np.ndarray, start: int, stop: int, row: int, first_line: int,
@@ -516,8 +397,8 @@ def _burst_seconds(arr, words, offset, starts, lengths, is_int, ints, dot) -> np
     secs[is_int] = ints[is_int]
     ilen, flen = dot - starts, starts + lengths - dot - 1
     fast = np.flatnonzero((dot >= 0) & (ilen + flen <= 15))
-    num = _digits(words, offset + dot[fast], ilen[fast]) * 10 ** flen[fast] \
-        + _digits(words, offset + starts[fast] + lengths[fast], flen[fast])
+    num = digit_values(words, offset + dot[fast], ilen[fast]) * 10 ** flen[fast] \
+        + digit_values(words, offset + starts[fast] + lengths[fast], flen[fast])
     secs[fast] = num / 10.0 ** flen[fast]
     for i in np.flatnonzero(np.isnan(secs)).tolist():
         try:

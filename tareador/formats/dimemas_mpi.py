@@ -49,7 +49,7 @@ from tareador.taskgraph.model import IMMEDIATE_RECEIVES, MpiCall, TaskInstance, 
 
 IRECV, WAIT = 1, 2  # receive types
 COLLECTIVE_FORMS = ("dimemas", "p2p")  # global operations, or point-to-point messages
-# The communicator of the dependencies between a rank's threads in ompss.dim (replay/mpi_ompss.py):
+# The communicator of the dependencies between a rank's threads in ompss.dim (formats/mpi_ompss.py):
 # the largest a .dim holds, far above the run's own (0.., then their collectives' traffic).
 DEPENDENCY_COMM = (1 << 31) - 1
 

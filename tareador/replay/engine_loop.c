@@ -1,5 +1,5 @@
 /*
- * The event loop of tareador replay (tareador/replay/engine.py), in C because it visits every
+ * The event loop of tareador replay (tareador/replay/dimemas_engine.py), in C because it visits every
  * action of traces with millions of threads. It follows the control flow of Dimemas 5.5.0
  * (Simulator/sched/schedule.c SCHEDULER_general, SCH_fifo.c, SCH_ss_mpi_cp.c, SCH_rr.c,
  * model/communic.c, model/links.c) step for step, because the order in which same-time steps
@@ -35,9 +35,9 @@
  *     key, a receive takes the first message of its key that arrived, and a rendezvous send goes
  *     when a receiver is blocked on its key (or when its own receive was an irecv reached before).
  *     Whether a send or a receive was reached is known per message: the k-th send of a key
- *     pairs with its k-th receive in trace order, as engine.py matched them.
+ *     pairs with its k-th receive in trace order, as dimemas_engine.py matched them.
  *
- * engine.py matches sends with receives and fills struct plan with C-contiguous numpy arrays it
+ * dimemas_engine.py matches sends with receives and fills struct plan with C-contiguous numpy arrays it
  * keeps alive while the loop exists:
  *   per action   kind (enum action), value: burst length in ns, message index, or for an event
  *                the priority rank it sets (-1 = none; 1 = highest value, runs first; a
@@ -73,9 +73,9 @@
 #include "engine_alloc.h"
 #include "engine_network.h"
 
-enum action { A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT, A_GLOBAL }; /* as in engine.py */
-enum policy { FIFO, CP, RR };                                        /* as in engine.py */
-enum status { LOOP_NOMEM = -1, LOOP_DONE, LOOP_PAUSED };           /* as in engine.py */
+enum action { A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT, A_GLOBAL }; /* as in dimemas_engine.py */
+enum policy { FIFO, CP, RR };                                        /* as in dimemas_engine.py */
+enum status { LOOP_NOMEM = -1, LOOP_DONE, LOOP_PAUSED };           /* as in dimemas_engine.py */
 enum { PARKED_IMMEDIATE = -1 };                  /* sender[m] of a parked message, else its blocked thread */
 enum { STATE_FIELDS = 5 };                       /* thread, cpu + 1, begin, end, Paraver state */
 

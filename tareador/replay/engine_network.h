@@ -7,9 +7,9 @@
 
 #include <stdint.h>
 
-enum { NET_DEST_FIRST = 1, NET_STEALS = 2 }; /* flags per message, as in engine.py */
+enum { NET_DEST_FIRST = 1, NET_STEALS = 2 }; /* flags per message, as in dimemas_engine.py */
 
-/* Filled by engine.py (C-contiguous numpy arrays it keeps alive). A "port" is one side's links:
+/* Filled by dimemas_engine.py (C-contiguous numpy arrays it keeps alive). A "port" is one side's links:
  * a task's within its node, or a node's to the network; half-duplex ports (hd) share one set of
  * links, of out_cap == in_cap, between both directions. */
 struct network_plan {

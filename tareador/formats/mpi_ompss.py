@@ -12,7 +12,7 @@ The model, per rank (one Dimemas task per rank, as in authentic.dim):
   an empty burst, its priority (event 6999), its task type (event 7003), a receive from each
   predecessor, its burst, the end of its type, a send to each successor. An MPI call a task
   fragment made stays in its thread at its place.
-- Precedence is the rank's ``Dag`` (replay/dag.py: RAW dependencies, the fragments of an instance
+- Precedence is the rank's ``Dag`` (taskgraph/dag.py: RAW dependencies, the fragments of an instance
   in order, a task after the fragment that created it). A dependency between two task fragments
   is a message between their threads; into a main fragment, thread 0 receives it before the
   fragment; out of one, thread 0 sends it after the fragment's end.
@@ -31,7 +31,7 @@ The model, per rank (one Dimemas task per rank, as in authentic.dim):
   ``DEPENDENCY_COMM``, which no MPI record uses (the run's communicators are numbered from 0, and
   collectives written as messages use the next numbers), so that a dependency can never match an
   MPI receive (Dimemas matches a receive from any thread of a task on tag and communicator; the
-  bundled engine's keys already tell thread-aware messages apart, engine.py ``plan``).
+  bundled engine's keys already tell thread-aware messages apart, replay/dimemas_engine.py ``plan``).
   The replay engine takes them as instantaneous, as the thesis' extended Dimemas did ("a task
   synchronization as an intra-node instantaneous MPI transfer"): the machine's network is the
   MPI messages'; Dimemas 5.5.0 itself would charge them the intra-node latency.
@@ -63,7 +63,7 @@ import numpy as np
 
 from tareador.formats.dimemas import csr, dependency_records, task_thread, thread_start, write_dim
 from tareador.formats.dimemas_mpi import DEPENDENCY_COMM, on_thread, thread_block, write_labels
-from tareador.replay.dag import Dag, bottom_levels, dag_from_trace, sorted_unique
+from tareador.taskgraph.dag import Dag, bottom_levels, dag_from_trace, sorted_unique
 from tareador.taskgraph.model import MpiCall, TaskTrace
 
 

@@ -48,7 +48,7 @@ from tareador.formats.paraver import (CONTEXT_SWITCH, GROUP_COMMUNICATION, PRIOR
                                       TASK_EVENT, WAITING_CPU, WAITING_MESSAGE, ParaverRun, nanoseconds,
                                       pcf_value_labels, task_event_labels, thread_labels)
 from tareador.native import build, compiler
-from tareador.replay.dag import sorted_unique
+from tareador.taskgraph.dag import sorted_unique
 from tareador.replay.global_ops import plan_global_ops
 from tareador.replay.machine import MB, Machine, MachineError
 
@@ -215,7 +215,7 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
     bandwidth = np.where(same_node, machine.intra_bandwidth, machine.inter_bandwidth)
     ns_per_byte = np.divide(NS / MB, bandwidth, out=np.zeros(len(sends)), where=bandwidth > 0)
     # Dependencies between the threads of a rank in an MPI run's ompss.dim take no time, as in the
-    # thesis' extension of Dimemas (replay/mpi_ompss.py); the network is the MPI messages'.
+    # thesis' extension of Dimemas (formats/mpi_ompss.py); the network is the MPI messages'.
     dependency = trace.comm[sends] == DEPENDENCY_COMM
     latency[dependency] = 0.0
     ns_per_byte[dependency] = 0.0
