@@ -20,13 +20,14 @@ from tareador import __version__
 from tareador.taskgraph.model import TaskTrace
 from tareador.taskgraph.store import save, save_mpi
 from tareador.tracing import decode, mpi_launch
-from tareador.tracing.driver import TracingError, run_agent
+from tareador.tracing.driver import TracingError, check_program, run_agent
+from tareador.tracing.functions import FunctionError, TaskFunction, resolve
 
 ANNOTATION_ERRORS = {
     1: "tareador_end_task(\"{name}\") without a matching tareador_start_task",
     2: "tareador_end_task(\"{name}\") does not match the innermost open task",
     3: "task \"{name}\" was still open at tareador_OFF() or at the end of the program",
-    4: "tasks nested deeper than 64 levels (at \"{name}\")",
+    4: "tasks nested deeper than 1024 levels (at \"{name}\")",
 }
 
 
@@ -177,14 +178,35 @@ def _mpi_warnings(mpi: dict | None, rank: int) -> list[str]:
     return warnings
 
 
-def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: bool = False) -> TaskTrace:
+def _function_warnings(functions: list[TaskFunction], tasks) -> list[str]:
+    """What became of each --task-function: calls the compiler inlined are no calls."""
+    made = Counter(t.name for t in tasks if t.starts_instance and not t.is_main)
+    warnings = []
+    for f in functions:
+        inlined = f"{f.name} was inlined, compile with -fno-inline or mark it" if f.inlined else ""
+        if not made[f.name]:
+            warnings.append(f"{inlined}: none of its calls became a task" if inlined else
+                            f"{f.name} was never called inside the analysed region: it made no task")
+        elif inlined:
+            warnings.append(f"{inlined}: its inlined calls are not tasks")
+    return warnings
+
+
+def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: bool = False,
+          task_functions: list[str] = ()) -> TaskTrace:
     """Trace ``argv`` and write ``out_dir`` (with mpi, one rank of a launch: ``out_dir/rank-N``);
-    raises AnnotationError after writing if the markers are unbalanced."""
+    every call of a function named in task_functions is a task instance, as if
+    tareador_start_task/end_task surrounded it. Raises AnnotationError after writing if the
+    markers are unbalanced."""
     started = time.monotonic()
     check_output(Path(out_dir))
+    try:
+        functions = resolve(check_program(argv), list(task_functions)) if task_functions else []
+    except FunctionError as e:
+        raise TracingError(str(e)) from None
     status = StatusRow.on_stderr() if progress else None
     try:
-        result = run_agent(argv, progress=status)
+        result = run_agent(argv, progress=status, task_functions=tuple(functions))
     finally:
         if status:
             status.close()
@@ -198,7 +220,11 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     ending, partial, ended_by = _ending(meta)
     warnings = list(meta["warnings"])
     markers = meta["markers"]
-    if not markers[0]:
+    warnings += _function_warnings(functions, tasks)
+    if not markers[0] and functions:
+        warnings.append("the program has no tareador markers: the whole of main was traced, with the calls of "
+                        + ", ".join(f.name for f in functions) + " as tasks")
+    elif not markers[0]:
         warnings.append("the program has no tareador markers: the whole of main was traced as one task")
     elif not tasks:
         warnings.append("tareador_ON() was never called: nothing was analysed")
