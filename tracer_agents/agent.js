@@ -174,7 +174,10 @@ function loadNative(options) {
   const program = analysed.filter(m => m.path === Process.mainModule.path ||
     !(system.has(m.name) || m.name.startsWith('libc.so') || SYSTEM_DIRECTORIES.some(d => m.path.startsWith(d))));
   const markers = Memory.alloc(8 * 7);
-  const found = MARKER_NAMES.map((name, k) => (k === 0 ? null : findMarker(name)));
+  /* tareador explore: the candidate functions are the tasks, not the program's own markers. */
+  const found = MARKER_NAMES.map((name, k) => (k === 0 || (options.explore && (k === MARK.START || k === MARK.END))
+    ? null : findMarker(name)));
+  if (options.explore) lib.getExportByName('tr_private_writers').writeU32(1);
   found.forEach((address, k) => { if (address !== null) markers.add(8 * k).writePointer(address); });
   /* The spawned process's main thread has the process id as thread id. */
   const thread = Memory.alloc(8);

@@ -528,12 +528,27 @@ static void analyse_in_chunk(ShadowChunk *c, uint64_t i, uint64_t n, int is_writ
   }
 }
 
+/* tareador explore records every candidate function as a task, the finest decomposition, and
+ * merges calls into coarser ones afterwards: the last writer of a byte must then not depend on
+ * the decomposition, so a task's writes to its private stack still make it the bytes' writer
+ * (a function's locals that its own callees read are written by it, whether it is a task or
+ * not). Reads there stay private. Set by agent.js for explore's recording only. */
+uint32_t tr_private_writers;
+
+static void analyse_range(uint64_t address, uint64_t end, int is_write, int program, uint32_t me, EdgeRuns *runs);
+
 static void analyse(uint64_t address, uint64_t size, int is_write, int program, uint32_t me, EdgeRuns *runs) {
   uint64_t end = address + size;
   if (address < tr_state.private_top && end > tr_state.stack_low) {
+    if (is_write && tr_private_writers)
+      analyse_range(address, end < tr_state.private_top ? end : tr_state.private_top, is_write, program, me, runs);
     if (end <= tr_state.private_top) return;
     address = tr_state.private_top;
   }
+  analyse_range(address, end, is_write, program, me, runs);
+}
+
+static void analyse_range(uint64_t address, uint64_t end, int is_write, int program, uint32_t me, EdgeRuns *runs) {
   while (address < end) {
     uint64_t chunk_end = (address | (CHUNK_SIZE - 1)) + 1;
     uint64_t stop = end < chunk_end ? end : chunk_end;

@@ -23,6 +23,9 @@ PAGE = 4096
 # A clone that stands for the whole function (an argument folded or split, a constant propagated).
 WHOLE_CLONE = re.compile(r"^(?P<name>[^.]+)(?:\.(?:constprop|isra)\.\d+)+$")
 RESERVED = ("main", "_start")
+# What the C runtime links into every executable: never the program's candidates.
+RUNTIME = {"_init", "_fini", "_start", "_dl_relocate_static_pie", "deregister_tm_clones", "register_tm_clones",
+           "frame_dummy", "main"}
 
 
 class FunctionError(Exception):
@@ -134,6 +137,14 @@ def resolve(path: str, names: list[str]) -> list[TaskFunction]:
         else:
             raise FunctionError(_unknown(name, program, symbols, bool(described)))
     return result
+
+
+def program_functions(path: str) -> list[str]:
+    """Every function of the executable at path that may be a candidate task (explore): its own
+    functions, clones under their name, without the C runtime's, the markers and main."""
+    names = {m["name"] if (m := WHOLE_CLONE.match(s)) else s for s in _read_symbols(path).functions}
+    return sorted(n for n in names if n not in RUNTIME and not n.startswith("__") and "." not in n
+                  and not n.startswith("tareador_"))
 
 
 def _unknown(name: str, program: str, symbols: _Symbols, debug_info: bool) -> str:

@@ -21,7 +21,7 @@ from tareador.taskgraph.model import TaskTrace
 from tareador.taskgraph.store import save, save_mpi
 from tareador.tracing import decode, mpi_launch
 from tareador.tracing.driver import TracingError, check_program, run_agent
-from tareador.tracing.functions import FunctionError, TaskFunction, resolve
+from tareador.tracing.functions import FunctionError, TaskFunction, program_functions, resolve
 
 ANNOTATION_ERRORS = {
     1: "tareador_end_task(\"{name}\") without a matching tareador_start_task",
@@ -193,20 +193,24 @@ def _function_warnings(functions: list[TaskFunction], tasks) -> list[str]:
 
 
 def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: bool = False,
-          task_functions: list[str] = ()) -> TaskTrace:
+          task_functions: list[str] = (), explore: bool = False) -> TaskTrace:
     """Trace ``argv`` and write ``out_dir`` (with mpi, one rank of a launch: ``out_dir/rank-N``);
     every call of a function named in task_functions is a task instance, as if
     tareador_start_task/end_task surrounded it. Raises AnnotationError after writing if the
-    markers are unbalanced."""
+    markers are unbalanced. explore: the recording of ``tareador explore`` (the calls of
+    task_functions, by default every function of the program, are the only tasks; see
+    tareador.taskgraph.decompose)."""
     started = time.monotonic()
     check_output(Path(out_dir))
     try:
-        functions = resolve(check_program(argv), list(task_functions)) if task_functions else []
+        path = check_program(argv)
+        names = list(task_functions) or (program_functions(path) if explore else [])
+        functions = resolve(path, names) if names else []
     except FunctionError as e:
         raise TracingError(str(e)) from None
     status = StatusRow.on_stderr() if progress else None
     try:
-        result = run_agent(argv, progress=status, task_functions=tuple(functions))
+        result = run_agent(argv, progress=status, task_functions=tuple(functions), explore=explore)
     finally:
         if status:
             status.close()
@@ -220,8 +224,11 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     ending, partial, ended_by = _ending(meta)
     warnings = list(meta["warnings"])
     markers = meta["markers"]
-    warnings += _function_warnings(functions, tasks)
-    if not markers[0] and functions:
+    if not explore:
+        warnings += _function_warnings(functions, tasks)
+    if explore:
+        warnings.append("recorded for tareador explore: every call of a candidate function is a task")
+    elif not markers[0] and functions:
         warnings.append("the program has no tareador markers: the whole of main was traced, with the calls of "
                         + ", ".join(f.name for f in functions) + " as tasks")
     elif not markers[0]:
@@ -259,6 +266,8 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
         "tracing_seconds": round(time.monotonic() - started, 3),
         "tool_version": __version__,
     }
+    if explore:
+        trace.summary["explore_candidates"] = [f.name for f in functions]
     if mpi or mpi_meta:
         trace.summary.update(_mpi_summary(mpi_meta, rank, calls))
     save(trace, out_dir)
