@@ -25,7 +25,7 @@ import numpy as np
 from tareador.analyses.speedup import parallelism_profile, study
 from tareador.replay.dag import dag_from_trace
 from tareador.replay.machine import Machine
-from tareador.taskgraph.decompose import merge, task_tree
+from tareador.taskgraph.decompose import merge, recording, task_tree
 from tareador.taskgraph.model import RAW, TaskTrace
 
 METRICS = ("length", "dependencies", "concurrency")
@@ -90,10 +90,11 @@ def explore(finest: TaskTrace, cores: int | None, machine: Machine, policy: str 
             progress=None) -> Exploration:
     """The thesis' walk from main's calls down to sequential code over the recorded run."""
     top, children = task_tree(finest)
+    recorded = recording(finest)
     current, broken = set(top), set()
     steps = []
     while True:
-        step = _evaluate(len(steps), merge(finest, current), cores, machine, policy, weights, overhead)
+        step = _evaluate(len(steps), merge(recorded, current), cores, machine, policy, weights, overhead)
         steps.append(step)
         if progress is not None:
             progress(step)
@@ -113,7 +114,8 @@ def _evaluate(index: int, trace: TaskTrace, cores: int | None, machine: Machine,
     costs = _costs(trace, s.schedules[0], weights)
     # Costs are by name: the first of equal costs (to rounding: sums of floats) is broken.
     chosen = max(costs, key=lambda c: round(c.cost, 9), default=None)
-    return Step(index, tuple(sorted(trace.task_types)), trace.instances, trace.t1, trace.tinf, row["time"],
+    tinf = round(s.tinf * machine.rate)  # the study's longest path, in instructions again
+    return Step(index, tuple(sorted(trace.task_types)), trace.instances, trace.t1, tinf, row["time"],
                 row["speedup"], costs, chosen.name if chosen else None)
 
 
