@@ -39,6 +39,7 @@ test: deps
 benchmark: deps
 	$(PYTHON) benchmarks/trace_overhead.py
 	$(PYTHON) benchmarks/replay_scale.py
+	$(PYTHON) benchmarks/explore_recording.py
 
 clean:
 	$(MAKE) -C examples clean

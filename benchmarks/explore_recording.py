@@ -19,13 +19,13 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from tareador import load
 from tareador.analyses.explore import explore
 from tareador.replay.machine import Machine
 from tareador.tracing.run import trace
+from trace_overhead import fastest  # beside this script
 
 
 def program(k: int) -> str:
@@ -50,15 +50,6 @@ def build(k: int, directory: Path) -> Path:
     source.write_text(program(k))
     subprocess.run(["cc", "-O0", str(source), "-o", str(exe)], check=True)
     return exe
-
-
-def fastest(run, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def measure(exe: Path, calls: int, directory: Path, repeat: int) -> tuple[float, float, float, int]:

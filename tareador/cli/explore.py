@@ -19,8 +19,7 @@ def register(subparsers) -> None:
                     "down to sequential code, breaking at each step the task type of highest cost, and simulate "
                     "every decomposition on the target machine. DIR: a trace directory recorded by an earlier "
                     "explore (or any trace: its tasks are the candidates).",
-        epilog="examples:\n  tareador explore -- examples/bin/cholesky 6 32\n"
-               "  tareador explore cholesky.explore --cores 8 --weights 1,1,3",
+        epilog="example:\n  tareador explore --cores 8 -- examples/bin/cholesky 6 32",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-o", "--output", metavar="DIR",
                    help="with a program: the trace directory to record (default <program>.explore); with DIR: "
@@ -127,7 +126,7 @@ def run(args) -> int:
 def format_exploration(result, program: str) -> str:
     from tareador.render.summary import format_seconds, human, machine_name
 
-    lines = [f"{len(result.candidates)} candidate task types recorded; target {machine_name(result.cores)}, policy "
+    lines = [f"{len(result.candidates)} candidate task types called in the analysed region; target {machine_name(result.cores)}, policy "
              f"{result.policy}, weights (length, dependencies, concurrency) = "
              f"{', '.join(f'{w:g}' for w in result.weights)}",
              f"{'step':>4} {'types':>5} {'instances':>9} {'T1':>10} {'T-inf':>10} {'parallelism':>11} "

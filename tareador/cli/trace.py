@@ -14,8 +14,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("trace", help="run an annotated program under the tracer",
                               description="Run the program under Frida, derive the dependencies between its "
                                           "task instances and write a trace directory.",
-                              epilog="examples:\n  tareador trace -o chol.tareador -- examples/bin/cholesky 6 32\n"
-                                     "  tareador trace --task-function gemm,trsm,syrk,potrf -o chol.tareador -- ./cholesky 6 32",
+                              epilog="example:\n  tareador trace -o chol.tareador -- examples/bin/cholesky 6 32",
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-o", "--output", help="trace directory to write (default: <program>.tareador)")
     p.add_argument("--mpi", action="store_true",
