@@ -835,7 +835,11 @@ void tr_marker(uint32_t kind, uint64_t argument, uint64_t sp, uint64_t return_ad
  * stub (agent.js), whose block transform.c recognises and whose code jumps to the address that
  * tr_function_return leaves in tr_return_to. One stack of open calls serves recursion; a tail
  * call (jmp to a task function: its return address is already the stub) opens a call on the
- * same stack slot, and both end at the one return. */
+ * same stack slot, and both end at the one return. Not Interceptor.attach: it cannot hook a
+ * function shorter than its jump (a lone ret at -O2), and it runs the function's first
+ * instructions relocated into Frida's memory, outside the analysed code: their accesses and
+ * instructions would be lost. Assumed: no longjmp out of a task function (its task would stay
+ * open), and no code reading its own return address (backtraces, C++ unwinding see the stub). */
 typedef struct { uint64_t sp, return_address; const char *name; } OpenCall;
 
 uint64_t tr_return_stub;   /* set by agent.js */
