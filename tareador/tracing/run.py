@@ -192,6 +192,18 @@ def _function_warnings(functions: list[TaskFunction], tasks) -> list[str]:
     return warnings
 
 
+def _scope_warning(has_on: bool, analysed: bool, functions: list[TaskFunction], explore: bool) -> str | None:
+    """What was analysed, when the markers do not say it."""
+    if has_on:
+        return None if analysed else "tareador_ON() was never called: nothing was analysed"
+    if explore:
+        return None
+    if functions:
+        return ("the program has no tareador markers: the whole of main was traced, with the calls of "
+                + ", ".join(f.name for f in functions) + " as tasks")
+    return "the program has no tareador markers: the whole of main was traced as one task"
+
+
 def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: bool = False,
           task_functions: list[str] = (), explore: bool = False) -> TaskTrace:
     """Trace ``argv`` and write ``out_dir`` (with mpi, one rank of a launch: ``out_dir/rank-N``);
@@ -224,17 +236,13 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     ending, partial, ended_by = _ending(meta)
     warnings = list(meta["warnings"])
     markers = meta["markers"]
-    if not explore:
-        warnings += _function_warnings(functions, tasks)
     if explore:
         warnings.append("recorded for tareador explore: every call of a candidate function is a task")
-    elif not markers[0] and functions:
-        warnings.append("the program has no tareador markers: the whole of main was traced, with the calls of "
-                        + ", ".join(f.name for f in functions) + " as tasks")
-    elif not markers[0]:
-        warnings.append("the program has no tareador markers: the whole of main was traced as one task")
-    elif not tasks:
-        warnings.append("tareador_ON() was never called: nothing was analysed")
+    else:
+        warnings += _function_warnings(functions, tasks)
+    scope = _scope_warning(markers[0], bool(tasks), functions, explore)
+    if scope:
+        warnings.append(scope)
     problem = _annotation_problem(meta, partial)
     mpi_meta = meta["mpi"]
     rank = mpi_meta["rank"] if mpi_meta and mpi_meta["rank"] >= 0 else (mpi_launch.rank() or 0)
