@@ -32,6 +32,8 @@ demo: examples
 	tareador graph $(DEMO)
 	tareador simulate $(DEMO) --cores 1,2,4,8,16,inf --plot --prv --chrome --csv --dim
 	tareador whatif $(DEMO) --factors 2,inf --cores 1,4,16,inf --plot
+	tareador mpirun -np 2 -o out/jacobi.tareador -- examples/bin/mpich/jacobi
+	tareador simulate out/jacobi.tareador --machine examples/machines/cluster.toml --plot
 
 test: deps
 	$(PYTHON) -m pytest -q

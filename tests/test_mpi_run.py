@@ -17,7 +17,7 @@ from tareador.formats import collectives
 from tareador.formats.dimemas import read_dim
 from tareador.replay.engine import replay
 from tareador.replay.machine import MB, Machine
-from tareador.taskgraph.model import Communicator, MpiCall, TaskInstance, TaskTrace
+from tareador.taskgraph.model import Communicator, Dependency, MpiCall, TaskInstance, TaskTrace
 from tareador.taskgraph.mpi import Message, MpiRun
 from tareador.taskgraph.store import TraceDirError, save, write_table
 
@@ -30,22 +30,24 @@ def call(name, peer=-1, tag=-1, size=0, at=0, completed=None, request="", comm=0
                 completed=at if completed is None else completed, request=request, task=task)
 
 
-def rank_dir(root, rank, size, calls, tasks=None, comms=None, summary=None):
-    """rank-N/ as the tracer writes it; by default one main fragment covering the calls."""
+def rank_dir(root, rank, size, calls, tasks=None, comms=None, summary=None, deps=None):
+    """rank-N/ as the tracer writes it; by default one main fragment covering the calls; ``deps``:
+    RAW dependencies (src, dst) through one heap object."""
     end = max([c["posted"] for c in calls] + [c["completed"] for c in calls] + [0])
     tasks = tasks or [TaskInstance(0, "main", 0, -1, 0, end, end)]
     d = root / f"rank-{rank}"
-    save(TaskTrace(tasks, [], [], {"rank": rank, "size": size, "mpi": "mpich", "partial": False,
+    deps = [Dependency(src, dst, "RAW", "heap:x.c:1#0", 8) for src, dst in deps or []]
+    save(TaskTrace(tasks, deps, [], {"rank": rank, "size": size, "mpi": "mpich", "partial": False,
                                    "ending": "exited with status 0", "warnings": [], **(summary or {})}), d)
     write_table(d / "mpi.csv", MpiCall, [MpiCall(rank, i, **c) for i, c in enumerate(calls)])
     write_table(d / "comms.csv", Communicator, comms or [Communicator(0, size, ";".join(map(str, range(size)))),
                                                   Communicator(1, 1, str(rank))])
 
 
-def make_run(root, ranks, **per_rank):
+def make_run(root, ranks, collectives="dimemas", **per_rank):
     for r, calls in enumerate(ranks):
         rank_dir(root, r, len(ranks), calls, **{k: v[r] for k, v in per_rank.items()})
-    return postprocess(root)
+    return postprocess(root, collectives=collectives)
 
 
 def makespan(run_dir, latency=0.0, bandwidth=0.0):
@@ -143,7 +145,7 @@ def test_rooted_collective_as_a_binomial_tree(tmp_path):
     max(e0, e3, e1)."""
     e, z = [10, 500, 20, 700], [1000, 100, 100, 100]
     ranks = [[call("MPI_Bcast", 1, -1, 32, e[r]), call("MPI_Finalize", at=e[r] + z[r])] for r in range(4)]
-    run = make_run(tmp_path, ranks)
+    run = make_run(tmp_path, ranks, collectives="p2p")
     assert run.messages == [] and len(run.matching.collectives) == 1
     dim = (tmp_path / "authentic.dim").read_text().splitlines()
     # collective traffic on communicator 0 + the run's 5 communicators (world and 4 selves), tag 0
@@ -154,6 +156,33 @@ def test_rooted_collective_as_a_binomial_tree(tmp_path):
     assert makespan(tmp_path) == pytest.approx(max(leave[r] + z[r] for r in range(4)) / IPS, abs=1e-12)
 
 
+def test_collective_as_a_global_operation(tmp_path):
+    """The same Bcast by default: one record 10 per rank (id 1, Dimemas communicator 1 = the
+    run's world, defined by a d:1: line; root field 1 on rank 1's record, which sends 32 bytes,
+    the others receive them). With inter-node latency 1e-5 s and 100 MB/s (one rank per node) it
+    starts when rank 3 enters (700 ns) and takes the root's fans: intra-node nothing, inter-node
+    (10^4 + 32 x 10^9 / 2^20 / 100) + (10^4 + 0) = 20305.17578125 ns; rank 0 then computes
+    1000 ns, the longest."""
+    e, z = [10, 500, 20, 700], [1000, 100, 100, 100]
+    make_run(tmp_path, [[call("MPI_Bcast", 1, -1, 32, e[r]), call("MPI_Finalize", at=e[r] + z[r])] for r in range(4)])
+    dim = (tmp_path / "authentic.dim").read_text().splitlines()
+    assert dim[0].endswith(":4(1,1,1,1),1") and dim[1] == "d:1:1:4:0:1:2:3"
+    assert [line for line in dim if line.startswith("10:")] == [
+        "10:0:0:1:1:0:0:0:32:1", "10:1:0:1:1:1:0:32:0:1", "10:2:0:1:1:0:0:0:32:1", "10:3:0:1:1:0:0:0:32:1"]
+    assert not [line for line in dim if line.startswith(("2:", "3:"))]
+    assert makespan(tmp_path, 1e-5, 100.0) == pytest.approx((700 + 20305.17578125 + 1000) / IPS, abs=1e-15)
+
+
+def test_global_operation_sizes_fit_a_c_int(tmp_path):
+    """Dimemas times a global operation's sizes as C ints: a 3 GiB Allreduce is written with
+    2^31 - 1 bytes each way, and the trace replays."""
+    make_run(tmp_path, [[call("MPI_Allreduce", size=3 << 30, at=10)] for _ in range(2)])
+    dim = (tmp_path / "authentic.dim").read_text().splitlines()
+    assert [line for line in dim if line.startswith("10:")] == [f"10:{r}:0:11:1:0:0:2147483647:2147483647:1"
+                                                                 for r in (0, 1)]
+    assert makespan(tmp_path) == 10 / IPS
+
+
 @pytest.mark.parametrize("ranks", [2, 3, 5])
 def test_allreduce_by_recursive_doubling_leaves_when_the_last_enters(tmp_path, ranks):
     """However the ranks fold in (3 and 5 are not powers of two), no rank leaves an Allreduce
@@ -161,7 +190,7 @@ def test_allreduce_by_recursive_doubling_leaves_when_the_last_enters(tmp_path, r
     e = [100 * (r * 7 % ranks) + 10 for r in range(ranks)]
     z = [50 * (r + 1) for r in range(ranks)]
     make_run(tmp_path, [[call("MPI_Allreduce", size=8, at=e[r]), call("MPI_Finalize", at=e[r] + z[r])]
-                        for r in range(ranks)])
+                        for r in range(ranks)], collectives="p2p")
     assert makespan(tmp_path) == pytest.approx((max(e) + max(z)) / IPS, abs=1e-12)
 
 
@@ -176,6 +205,10 @@ def test_split_communicators_are_told_apart(tmp_path):
     run = make_run(tmp_path, ranks, comms=comms)
     assert [(c.comm, c.members) for c in run.matching.collectives] == [(2, (0, 2)), (4, (1, 3))]
     assert [(m.src, m.dst) for m in run.messages] == [(0, 2), (1, 3)]
+    # the two halves' Allreduces are global operations on Dimemas communicators 3 and 5
+    dim = (tmp_path / "authentic.dim").read_text().splitlines()
+    assert dim[1:3] == ["d:1:3:2:0:2", "d:1:5:2:1:3"]
+    assert [line.split(":")[4] for line in dim if line.startswith("10:")] == ["3", "5", "3", "5"]
     assert run.summary["unmatched_collectives"] == [] and run.summary["warnings"] == []
 
 
@@ -255,7 +288,7 @@ def test_stale_run_files_are_named(tmp_path):
 
 def test_single_trace_commands_refuse_a_run(tmp_path):
     make_run(tmp_path, ping_pong(10, 20, 30))
-    for command in (["graph", str(tmp_path)], ["simulate", str(tmp_path)]):
+    for command in (["graph", str(tmp_path)], ["whatif", str(tmp_path)]):
         r = subprocess.run([sys.executable, "-m", "tareador", *command], capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and r.stderr == f"tareador: {tmp_path} is an MPI run: give one rank's trace, " \
                                                  f"e.g. {tmp_path / 'rank-0'}\n"

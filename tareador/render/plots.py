@@ -1,4 +1,5 @@
-"""PNG plots of simulated runs: speedup curve, parallelism profile, Gantt chart by core, what-if bars.
+"""PNG plots of simulated runs: speedup curve, parallelism profile, Gantt chart by core, what-if bars,
+network sweep.
 
 Figures are built with matplotlib's object API on the Agg canvas, so nothing depends on a
 display or on pyplot's global state.
@@ -14,6 +15,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from tareador.analyses.explore import Exploration
+from tareador.analyses.mpi_speedup import MpiStudy
+from tareador.analyses.network_sweep import Sweep
 from tareador.analyses.speedup import Study, parallelism_profile
 from tareador.analyses.whatif import WhatIf
 from tareador.files import output_file, printable
@@ -52,6 +55,28 @@ def plot_speedup(study: Study, path: str | Path) -> Path:
     ax.axhline(study.parallelism, color="tab:red", ls="--", label=f"parallelism T1/T∞ = {study.parallelism:.2f}")
     ax.set_xlabel("cores")
     ax.set_ylabel("speedup over the sequential run")
+    ax.legend()
+    return _save(fig, path)
+
+
+def plot_mpi_speedup(study: MpiStudy, path: str | Path) -> Path:
+    """Speedup over the authentic MPI run per count of cores per rank (inf as a dashed line)."""
+    rows = study.rows()
+    finite = [r for r in rows if r["efficiency"] is not None]
+    fig = Figure(figsize=(6, 4))
+    ax = fig.add_subplot()
+    if finite:
+        cores = np.array([r["cores_per_rank"] for r in finite])
+        ax.plot(cores, [r["speedup"] for r in finite], "o-", label="MPI/OmpSs (ompss.dim)")
+        ax.plot(cores, cores, ":", color="grey", label="ideal")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(cores, [str(c) for c in cores])
+    for r in rows:
+        if r["efficiency"] is None:
+            ax.axhline(r["speedup"], color="tab:red", ls="--", label=f"unbounded cores: {r['speedup']:.2f}")
+    ax.set_xlabel("cores per rank")
+    ax.set_ylabel("speedup over the authentic MPI run")
+    ax.set_title(f"{study.ranks} ranks, {study.ranks_per_node} per node, policy {study.policy}")
     ax.legend()
     return _save(fig, path)
 
@@ -139,4 +164,29 @@ def plot_explore(result: Exploration, path: str | Path) -> Path:
     ax.set_xlabel("step (decomposition)")
     ax.set_ylabel("speedup over the sequential run")
     ax.legend()
+    return _save(fig, path)
+
+
+def plot_network_sweep(result: Sweep, title: str, path: str | Path) -> Path:
+    """Time and speedup against the swept bandwidth (a line per latency), or against the latency
+    when only latencies were swept; log x axis, as the values usually span decades."""
+    by_bandwidth = "bandwidth" in result.swept
+    fig = Figure(figsize=(10, 4))
+    axes = fig.subplots(1, 2)
+    lines: dict[float, list] = {}
+    for pt in result.points:
+        lines.setdefault(pt.latency if by_bandwidth else pt.bandwidth, []).append(pt)
+    scale, unit = time_unit(max(pt.time for pt in result.points))
+    for key, pts in lines.items():
+        x = [pt.bandwidth if by_bandwidth else pt.latency for pt in pts]
+        label = (f"latency {key:g} s" if by_bandwidth else f"bandwidth {key:g} MB/s") if len(lines) > 1 else None
+        axes[0].plot(x, [pt.time * scale for pt in pts], "o-", label=label)
+        axes[1].plot(x, [pt.speedup for pt in pts], "o-", label=label)
+    for ax, ylabel in zip(axes, (f"time ({unit})", "speedup over the first configuration")):
+        ax.set_xscale("log")
+        ax.set_xlabel("inter-node bandwidth (MB/s)" if by_bandwidth else "inter-node latency (s)")
+        ax.set_ylabel(ylabel)
+        if len(lines) > 1:
+            ax.legend(fontsize="small")
+    fig.suptitle(_text(title))
     return _save(fig, path)

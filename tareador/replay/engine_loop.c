@@ -21,8 +21,15 @@
  *     its turn; SS_MPI_CP by priority rank (0 = never set: first, LIFO), FIFO among equal
  *     ranks for a thread that lost its CPU, LIFO for one that keeps its turn; RR slices every
  *     burst by the quantum, and a thread that keeps its turn only gets what is left of it;
- *   - a transfer takes its out link, in link and bus in that order, holding what it got while
- *     it waits in the FIFO queue of the next one; freeing each restarts the first waiter;
+ *   - a thread that gets a CPU first spends the scheduler's context-switch cost on it (every
+ *     time, also to go on with the burst it was running; schedule.c put_thread_on_run), then
+ *     runs its burst (under rr: a new quantum's slice, since the switch was a timer too);
+ *   - a transfer takes its links and bus as engine_network.c describes, waiting in their FIFO
+ *     queues for what it cannot get yet;
+ *   - a global operation (GLOBAL_operation, close_global_communication): its members wait off
+ *     their CPUs until the last arrives; it then takes every inter-node bus (waiting in their
+ *     queue, holding what it got, where messages hold some), lasts its root's time, frees the
+ *     buses and its members queue for a CPU in arrival order, the root last;
  *   - messages match receives by key (sender, receiver, tag, communicator) when they meet, as in
  *     Dimemas, not in send order: an arriving message goes to the first receiver blocked on its
  *     key, a receive takes the first message of its key that arrived, and a rendezvous send goes
@@ -37,10 +44,12 @@
  *                thread's rank is 0, ahead of all, until an event sets one)
  *   per thread   its actions are thread_start[t] .. thread_start[t + 1] - 1; node
  *   per message  key, latency and transfer time in ns, rendezvous and immediate flags, by_irecv
- *                (its receive is an irecv), stages[m * STAGES ..]: the pools (links, bus) its
- *                transfer takes, -1 = none; stages is NULL when every bus and link is unlimited.
- *                A receive or wait action's value is its message (a wait's: its irecv's)
- *   per pool     capacity
+ *                (its receive is an irecv); net: its links and bus (engine_network.h), whose
+ *                arrays are NULL when every bus and link is unlimited.
+ *                A receive or wait action's value is its message (a wait's: its irecv's), a
+ *                global operation's its record g: gop_op[g] its operation, gop_root[g] it claims
+ *                the root, gop_time[g] the operation's ns with g as root; op_size[o] members;
+ *                gop_pool the bus pool (of net) operations take whole (-1: unlimited buses)
  *   outputs      pc: the first action a thread has not done (< thread_start[t + 1]: it never
  *                finished), thread_end
  *   recorder     NULL unless record: reach time of each action; per message the logical and
@@ -60,17 +69,19 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-enum action { A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT }; /* as in engine.py */
+#include "engine_alloc.h"
+#include "engine_network.h"
+
+enum action { A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT, A_GLOBAL }; /* as in engine.py */
 enum policy { FIFO, CP, RR };                                        /* as in engine.py */
 enum status { LOOP_NOMEM = -1, LOOP_DONE, LOOP_PAUSED };           /* as in engine.py */
-enum { STAGES = 3 };                             /* out link, in link, bus; as in engine.py */
 enum { PARKED_IMMEDIATE = -1 };                  /* sender[m] of a parked message, else its blocked thread */
 enum { STATE_FIELDS = 5 };                       /* thread, cpu + 1, begin, end, Paraver state */
 
 struct plan {
-    int64_t nthreads, nmsg, nkeys, nnodes, cores, npools, policy, record;
-    int64_t running, waiting_cpu, waiting_message; /* Paraver state codes */
-    double quantum;
+    int64_t nthreads, nmsg, nkeys, nnodes, cores, policy, record;
+    int64_t running, waiting_cpu, waiting_message, switching; /* Paraver state codes */
+    double quantum, context_switch;
     const int8_t *kind;
     const double *value;
     const int64_t *thread_start;
@@ -78,12 +89,18 @@ struct plan {
     const int32_t *key;
     const double *latency, *transfer;
     const uint8_t *rendezvous, *immediate, *by_irecv;
-    const int32_t *stages;
-    const int64_t *capacity;
     int64_t *pc;
     double *thread_end;
     double *reach, *lsend, *psend, *lrecv, *precv;
     int64_t *sthread, *scpu, *rthread, *rcpu;
+    int64_t nops;              /* global operations (replay/global_ops.py) */
+    int64_t gop_pool;          /* the inter-node bus pool every operation takes whole, -1: unlimited */
+    int64_t group_communication; /* Paraver state of a member in a global operation */
+    const int32_t *gop_op;     /* per global-operation record: its operation */
+    const uint8_t *gop_root;   /* it claims the root */
+    const double *gop_time;    /* ns its operation takes when it is the root */
+    const int32_t *op_size;    /* per operation: its members */
+    struct network_plan net;
 };
 
 struct vec {
@@ -98,7 +115,7 @@ struct entry {
 };
 
 /* A FIFO of messages or threads linked through an array of next ones: a message is in at most
- * one queue (parked, waiting for a pool, arrived) at a time, a thread in at most one. */
+ * one queue (parked, arrived) at a time, a thread in at most one. */
 struct queue {
     int32_t head, tail;
 };
@@ -110,7 +127,8 @@ struct loop {
     double now;
     int64_t order, finished;
     struct vec events;   /* item: thread (its burst ends), nthreads + 2m (message m frees its
-                            pools), nthreads + 2m + 1 (message m arrives) */
+                            pools), nthreads + 2m + 1 (message m arrives), nthreads + 2 nmsg + o
+                            (global operation o ends) */
     struct vec *ready;   /* per node: threads waiting for a CPU */
     uint64_t *free_cpus; /* per node, words bits: its free cores */
     int64_t words;
@@ -120,6 +138,7 @@ struct loop {
     int64_t *priority;
     uint8_t *loose;      /* Dimemas' loose_cpu: the thread queues at the tail */
     uint8_t *paying, *paid; /* the thread's head burst is a latency / its latency is paid */
+    uint8_t *switching;  /* the thread's CPU event ends its context switch, not its burst */
     double *work;        /* the burst at the head of the thread's actions, ns left; < 0: none
                             (then the head is the trace's action at pc) */
     double *slice;       /* rr: what the thread has used of its quantum */
@@ -128,14 +147,16 @@ struct loop {
     uint8_t *sent, *posted; /* per message: its send, its receive was reached */
     int32_t *sender;     /* per parked message */
     int32_t *next_msg, *next_thread;
-    int64_t *inuse;      /* per pool */
-    struct queue *waiting; /* per pool */
-    int8_t *taken;       /* per message, stages taken */
+    struct network *net; /* NULL: every link and bus unlimited */
     uint8_t *dirty;      /* per node: queued a thread during this event */
     struct vec reload;   /* the dirty nodes, int32 */
     double *blocked, *queued; /* recorder: since when a thread waits for a message, a CPU */
     double *posted_at;   /* recorder: per message, when its receive was reached */
     struct vec states;   /* recorder: STATE_FIELDS doubles per state */
+    int32_t *op_arrived; /* per global operation: members arrived */
+    int32_t *op_root;    /* its root's record (-1: none yet) and thread */
+    int32_t *op_root_thread;
+    struct queue *op_members; /* the members arrived, in order */
 };
 
 /* Room for one more element at the end of v; out of memory, loop_run returns LOOP_NOMEM. */
@@ -318,7 +339,18 @@ static double run_time(struct loop *L, int32_t t)
     return d;
 }
 
-/* put_thread_on_run: the head of node n's queue takes a free CPU and starts its head burst. */
+/* t, on CPU cpu, runs its head burst (or under rr the slice the quantum allows). */
+static void run(struct loop *L, int32_t t, int64_t cpu)
+{
+    double d = run_time(L, t);
+    L->loose[t] = 1;
+    push_event(L, L->now + d, t);
+    if (L->p.record)
+        state(L, t, cpu, L->now, L->now + d, L->p.running);
+}
+
+/* put_thread_on_run: the head of node n's queue takes a free CPU and, after the context
+ * switch, starts its head burst. */
 static void dispatch(struct loop *L, int32_t n)
 {
     const struct plan *p = &L->p;
@@ -330,13 +362,18 @@ static void dispatch(struct loop *L, int32_t n)
         if (p->record)
             p->reach[i] = L->now;
     }
-    double d = run_time(L, t);
-    L->loose[t] = 1;
-    push_event(L, L->now + d, t);
-    if (p->record) {
+    if (p->record)
         state(L, t, -1, L->queued[t], L->now, p->waiting_cpu);
-        state(L, t, cpu, L->now, L->now + d, p->running);
+    if (p->context_switch > 0) {
+        L->switching[t] = 1;
+        L->loose[t] = 1; /* as every timer Dimemas sets for a thread (EVENT_timer): under rr the
+                            burst after a switch starts a new quantum */
+        push_event(L, L->now + p->context_switch, t);
+        if (p->record)
+            state(L, t, cpu, L->now, L->now + p->context_switch, p->switching);
+        return;
     }
+    run(L, t, cpu);
 }
 
 static void dispatch_one(struct loop *L, int32_t n)
@@ -376,48 +413,30 @@ static void wake_state(struct loop *L, int32_t t)
         state(L, t, -1, L->blocked[t], L->now, L->p.waiting_message);
 }
 
-/* Take the pools of message m's transfer in order; 0 (queued for one) if one is full. */
-static int take_stages(struct loop *L, int64_t m)
-{
-    const struct plan *p = &L->p;
-    for (; L->taken[m] < STAGES; L->taken[m]++) {
-        int32_t pool = p->stages[m * STAGES + L->taken[m]];
-        if (pool < 0)
-            continue;
-        if (L->inuse[pool] >= p->capacity[pool]) {
-            enqueue(L->next_msg, &L->waiting[pool], (int32_t)m);
-            return 0;
-        }
-        L->inuse[pool]++;
-    }
-    return 1;
-}
-
 /* really_send: start message m's transfer once its links and bus are free. */
 static void transfer(struct loop *L, int64_t m)
 {
     const struct plan *p = &L->p;
-    if (p->stages && !take_stages(L, m))
+    if (L->net && !network_acquire(L->net, m))
         return;
     if (p->record)
         p->psend[m] = L->now;
-    if (p->stages)
+    if (L->net)
         push_event(L, L->now + p->transfer[m], p->nthreads + 2 * m);
     push_event(L, L->now + p->transfer[m], p->nthreads + 2 * m + 1);
 }
 
-/* Message m frees its links and bus; each restarts the first transfer waiting for it. */
-static void free_stages(struct loop *L, int64_t m)
+static void begin_global(struct loop *L, int64_t o);
+
+/* A link or bus freed for x: a transfer (x < nmsg) tries again, a global operation (nmsg + o)
+ * that now holds every bus begins. */
+static void retry(void *ctx, int64_t x)
 {
-    const struct plan *p = &L->p;
-    for (int64_t j = 0; j < STAGES; j++) {
-        int32_t pool = p->stages[m * STAGES + j];
-        if (pool < 0)
-            continue;
-        L->inuse[pool]--;
-        if (L->waiting[pool].head >= 0)
-            transfer(L, dequeue(L->next_msg, &L->waiting[pool]));
-    }
+    struct loop *L = ctx;
+    if (x < L->p.nmsg)
+        transfer(L, x);
+    else
+        begin_global(L, x - L->p.nmsg);
 }
 
 /* Recorder: thread w takes message got in the receive or wait whose own message is m. */
@@ -545,6 +564,74 @@ static void do_receive(struct loop *L, int32_t t, int64_t i, int64_t m, int k)
     }
 }
 
+/* start_global_op: the operation takes its root's time, then frees the buses and ends. */
+static void begin_global(struct loop *L, int64_t o)
+{
+    const struct plan *p = &L->p;
+    push_event(L, L->now + p->gop_time[L->op_root[o]], p->nthreads + 2 * p->nmsg + o);
+}
+
+/* global_op_get_all_buses: with limited buses, the operation takes every bus of the network:
+ * those free now, and it waits in the buses' queue (holding them) for the others. */
+static void take_all_buses(struct loop *L, int64_t o)
+{
+    if (L->p.gop_pool < 0 || network_take_all_buses(L->net, (int32_t)L->p.gop_pool, o))
+        begin_global(L, o);
+}
+
+/* free_global_communication_resources: the buses go to their queue's waiters in order. */
+static void free_all_buses(struct loop *L, int64_t o)
+{
+    if (L->p.gop_pool >= 0)
+        network_free_all_buses(L->net, (int32_t)L->p.gop_pool, o, retry, L);
+}
+
+/* GLOBAL_operation (blocking): t waits off its CPU until every member arrived; the last one
+ * starts the operation, which takes its root's time: the member that claims the root (the last
+ * such), else the last to arrive. No startup is paid (global_ops.py). */
+static void do_global(struct loop *L, int32_t t, int64_t i)
+{
+    const struct plan *p = &L->p;
+    int64_t g = (int64_t)p->value[i];
+    int32_t o = p->gop_op[g];
+    reached(L, t, i);
+    enqueue(L->next_thread, &L->op_members[o], t);
+    block(L, t);
+    int last = ++L->op_arrived[o] == p->op_size[o];
+    if (p->gop_root[g] || (last && L->op_root[o] < 0)) {
+        L->op_root[o] = (int32_t)g;
+        L->op_root_thread[o] = t;
+    }
+    if (last)
+        take_all_buses(L, o);
+}
+
+static void leave_global(struct loop *L, int32_t w)
+{
+    if (L->p.record)
+        state(L, w, -1, L->blocked[w], L->now, L->p.group_communication);
+    if (++L->p.pc[w] == end_of(L, w)) {
+        finish(L, w);
+        return;
+    }
+    L->loose[w] = 1;
+    to_ready(L, w);
+}
+
+/* close_global_communication: the members queue for a CPU in the order they arrived, the root
+ * last (the communicator's queue after the root went to take the buses and came back). */
+static void close_global(struct loop *L, int64_t o)
+{
+    int32_t root = L->op_root_thread[o];
+    free_all_buses(L, o);
+    while (L->op_members[o].head >= 0) {
+        int32_t w = dequeue(L->next_thread, &L->op_members[o]);
+        if (w != root)
+            leave_global(L, w);
+    }
+    leave_global(L, root);
+}
+
 /* SCHEDULER_general's next_op: t, off its CPU, does actions until one takes time or blocks. */
 static void run_actions(struct loop *L, int32_t t)
 {
@@ -561,6 +648,10 @@ static void run_actions(struct loop *L, int32_t t)
             return;
         }
         int k = p->kind[i];
+        if (k == A_GLOBAL) {
+            do_global(L, t, i);
+            return;
+        }
         if (k != A_EVENT) {
             int64_t m = (int64_t)p->value[i];
             if (k == A_SEND)
@@ -581,6 +672,11 @@ static void run_actions(struct loop *L, int32_t t)
 static void burst_ends(struct loop *L, int32_t t)
 {
     int32_t n = L->p.node[t];
+    if (L->switching[t]) {
+        L->switching[t] = 0;
+        run(L, t, L->cpu_of[t]);
+        return;
+    }
     set_cpu_free(L, n, L->cpu_of[t] - (int64_t)n * L->p.cores, 1);
     if (L->paying[t]) {
         L->paying[t] = 0;
@@ -595,20 +691,16 @@ void loop_free(struct loop *L)
     if (!L)
         return;
     free(L->events.data);
+    network_free(L->net);
     for (int64_t n = 0; L->ready && n < L->p.nnodes; n++)
         free(L->ready[n].data);
     void *arrays[] = {L->ready, L->free_cpus, L->nfree, L->context, L->cpu_of, L->priority, L->loose, L->paying,
-                      L->paid, L->work, L->slice, L->arrived, L->parked, L->receivers, L->sent, L->posted,
-                      L->sender, L->next_msg, L->next_thread, L->inuse, L->waiting, L->taken, L->dirty,
-                      L->reload.data, L->blocked, L->queued, L->posted_at, L->states.data};
-    for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
-        free(arrays[k]);
+                      L->paid, L->switching, L->work, L->slice, L->arrived, L->parked, L->receivers, L->sent,
+                      L->posted, L->sender, L->next_msg, L->next_thread, L->dirty, L->reload.data, L->blocked,
+                      L->queued, L->posted_at, L->states.data, L->op_arrived, L->op_root, L->op_root_thread,
+                      L->op_members};
+    free_all(arrays, sizeof arrays / sizeof *arrays);
     free(L);
-}
-
-static void *zeros(int64_t n, size_t size)
-{
-    return calloc(n > 0 ? n : 1, size);
 }
 
 /* NULL when memory is short. */
@@ -629,6 +721,7 @@ struct loop *loop_new(const struct plan *p)
     L->loose = zeros(T, sizeof *L->loose);
     L->paying = zeros(T, sizeof *L->paying);
     L->paid = zeros(T, sizeof *L->paid);
+    L->switching = zeros(T, sizeof *L->switching);
     L->work = zeros(T, sizeof *L->work);
     L->slice = zeros(T, sizeof *L->slice);
     L->arrived = zeros(K, sizeof *L->arrived);
@@ -639,16 +732,19 @@ struct loop *loop_new(const struct plan *p)
     L->sender = zeros(M, sizeof *L->sender);
     L->next_msg = zeros(M, sizeof *L->next_msg);
     L->next_thread = zeros(T, sizeof *L->next_thread);
-    L->inuse = zeros(p->npools, sizeof *L->inuse);
-    L->waiting = zeros(p->npools, sizeof *L->waiting);
-    L->taken = zeros(p->stages ? M : 0, sizeof *L->taken);
+    L->net = p->net.flags ? network_new(&p->net, M, p->nops) : NULL;
     L->dirty = zeros(N, sizeof *L->dirty);
     L->blocked = zeros(p->record ? T : 0, sizeof *L->blocked);
     L->queued = zeros(p->record ? T : 0, sizeof *L->queued);
     L->posted_at = zeros(p->record ? M : 0, sizeof *L->posted_at);
-    if (!(L->ready && L->free_cpus && L->nfree && L->context && L->cpu_of && L->priority && L->loose &&
-          L->paying && L->paid && L->work && L->slice && L->arrived && L->parked && L->receivers && L->sent &&
-          L->posted && L->sender && L->next_msg && L->next_thread && L->inuse && L->waiting && L->taken &&
+    L->op_arrived = zeros(p->nops, sizeof *L->op_arrived);
+    L->op_root = zeros(p->nops, sizeof *L->op_root);
+    L->op_root_thread = zeros(p->nops, sizeof *L->op_root_thread);
+    L->op_members = zeros(p->nops, sizeof *L->op_members);
+    if (!(L->op_arrived && L->op_root && L->op_root_thread && L->op_members &&
+          L->ready && L->free_cpus && L->nfree && L->context && L->cpu_of && L->priority && L->loose &&
+          L->paying && L->paid && L->switching && L->work && L->slice && L->arrived && L->parked && L->receivers &&
+          L->sent && L->posted && L->sender && L->next_msg && L->next_thread && (L->net || !p->net.flags) &&
           L->dirty && L->blocked && L->queued && L->posted_at)) {
         loop_free(L);
         return NULL;
@@ -666,8 +762,10 @@ struct loop *loop_new(const struct plan *p)
     for (int64_t k = 0; k < K; k++)
         L->arrived[k].head = L->arrived[k].tail = L->parked[k].head = L->parked[k].tail = L->receivers[k].head =
             L->receivers[k].tail = -1;
-    for (int64_t k = 0; k < p->npools; k++)
-        L->waiting[k].head = L->waiting[k].tail = -1;
+    for (int64_t o = 0; o < p->nops; o++) {
+        L->op_root[o] = -1;
+        L->op_members[o].head = L->op_members[o].tail = -1;
+    }
     return L;
 }
 
@@ -707,10 +805,12 @@ int loop_run(struct loop *L, int64_t pause_at, int64_t max_events)
         L->now = e.major;
         if (e.item < p->nthreads)
             burst_ends(L, (int32_t)e.item);
+        else if (e.item >= p->nthreads + 2 * p->nmsg)
+            close_global(L, e.item - p->nthreads - 2 * p->nmsg);
         else if ((e.item - p->nthreads) % 2)
             arrive(L, (e.item - p->nthreads) / 2);
         else
-            free_stages(L, (e.item - p->nthreads) / 2);
+            network_release(L->net, (e.item - p->nthreads) / 2, retry, L);
         reload(L);
     }
 }
