@@ -118,12 +118,15 @@ def run(args) -> int:
     import shlex
 
     command = argv or [finest.summary.get("program", "./prog"), *finest.summary.get("arguments", [])]
-    print(format_exploration(result, shlex.join(command)))
+    # Only a recording's tasks are functions; another trace's are its markers' names.
+    recorded = "explore_candidates" in finest.summary
+    print(format_exploration(result, shlex.join(command) if recorded else None))
     print(f"written to {out}/: {' '.join(p.name for p in written)}")
     return 0
 
 
-def format_exploration(result, program: str) -> str:
+def format_exploration(result, program: str | None) -> str:
+    """The steps as a table and the best; program: the command line of a recording, None for another trace."""
     from tareador.render.summary import format_seconds, human, machine_name
 
     lines = [f"{len(result.candidates)} candidate task types called in the analysed region; target {machine_name(result.cores)}, policy "
@@ -139,8 +142,10 @@ def format_exploration(result, program: str) -> str:
     best = result.best
     lines += ["", f"best: step {best.index}, speedup {best.speedup:.2f} on {machine_name(result.cores)} "
                   f"({format_seconds(best.time)}), {best.instances} task instances"]
-    if best.tasks:
+    if best.tasks and program is not None:
         lines.append(f"  tareador trace --task-function {','.join(best.tasks)} -- {program}")
+    elif best.tasks:
+        lines.append(f"  its tasks: {', '.join(best.tasks)}")
     return "\n".join(lines)
 
 
