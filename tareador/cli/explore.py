@@ -129,8 +129,8 @@ def format_exploration(result, program: str | None) -> str:
     """The steps as a table and the best; program: the command line of a recording, None for another trace."""
     from tareador.render.summary import format_seconds, human, machine_name
 
-    lines = [f"{len(result.candidates)} candidate task types called in the analysed region; target {machine_name(result.cores)}, policy "
-             f"{result.policy}, weights (length, dependencies, concurrency) = "
+    lines = [f"{len(result.candidates)} candidate task types called in the analysed region; "
+             f"target {machine_name(result.cores)}, policy {result.policy}, weights (length, dependencies, concurrency) = "
              f"{', '.join(f'{w:g}' for w in result.weights)}",
              f"{'step':>4} {'types':>5} {'instances':>9} {'T1':>10} {'T-inf':>10} {'parallelism':>11} "
              f"{'speedup':>7}  {'breaks (dominant cost)':<28} decomposition"]
