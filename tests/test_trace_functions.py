@@ -190,3 +190,19 @@ def test_never_called_function_is_warned(compile_c, tmp_path):
     exe_off = compile_c(write_c(tmp_path, "outside", MARKED.replace("  leaf(1);\n", "")))
     t3 = trace([str(exe_off)], tmp_path / "o.tareador", progress=False, task_functions=["leaf"])
     assert "leaf was never called inside the analysed region: it made no task" in t3.summary["warnings"]
+
+
+TINY = """
+__attribute__((noipa)) void tiny(void) {}
+int main(void) { for (int i = 0; i < 3; i++) tiny(); return 0; }
+"""
+
+
+def test_one_byte_function(compile_c, tmp_path):
+    """At -O2 tiny() is a lone ret, one byte, which Interceptor could not hook: recognised by the
+    transform at its entry, each of its 3 calls is a task."""
+    exe = compile_c(write_c(tmp_path, "tiny", TINY), opt="-O2", markers=False)
+    body = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(exe)], capture_output=True, text=True).stdout
+    assert re.search(r"<tiny>:\n\s+[0-9a-f]+:\s+ret", body)
+    t = trace([str(exe)], tmp_path / "tiny.tareador", progress=False, task_functions=["tiny"])
+    assert instance_tree(t) == [("tiny", "main")] * 3
