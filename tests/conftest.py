@@ -16,7 +16,8 @@ EXAMPLES = ROOT / "examples"
 
 @pytest.fixture(scope="session")
 def compile_c(tmp_path_factory):
-    """compile_c(source, opt='-O0', static=False, markers=True) -> path of the executable."""
+    """compile_c(source, opt='-O0', static=False, markers=True) -> path of the executable; opt may
+    hold several flags ('-O2 -fno-inline', '-O2 -g0' for no debug info)."""
     out_dir = tmp_path_factory.mktemp("bin")
     built: dict = {}
 
@@ -24,8 +25,8 @@ def compile_c(tmp_path_factory):
         source = Path(source)
         key = (source, opt, static, markers)
         if key not in built:
-            exe = out_dir / f"{source.stem}{opt}{'-static' if static else ''}"
-            cmd = ["cc", "-g", opt, "-Wall", *shlex.split(toolchain.cflags()), str(source), "-o", str(exe)]
+            exe = out_dir / f"{source.stem}{opt.replace(' ', '')}{'-static' if static else ''}"
+            cmd = ["cc", "-g", *shlex.split(opt), "-Wall", *shlex.split(toolchain.cflags()), str(source), "-o", str(exe)]
             if markers:
                 cmd += shlex.split(toolchain.libs(static=static))
             cmd += ["-lm", "-lpthread"]

@@ -103,6 +103,43 @@ function hookAllocator(cm) {
   }
 }
 
+/* The functions whose calls are tasks (--task-function): {count, then (entry, name) pairs sorted
+ * by entry} for transform.c, given as offsets from the executable's base (the driver reads them
+ * from its symbol table); and the return stub their calls come back through (shadow.c). The
+ * stub runs under Stalker after the callout set tr_return_to: it puts that address where its
+ * return address was and returns there, keeping every register and the flags. */
+function taskFunctions(requested, lib) {
+  const base = Process.mainModule.base;
+  const entries = [];
+  const names = [];
+  for (const f of requested || []) {
+    const name = Memory.allocUtf8String(f.name);
+    names.push(name);
+    for (const offset of f.offsets) entries.push({ address: base.add(offset), name });
+  }
+  entries.sort((a, b) => a.address.compare(b.address));
+  const table = Memory.alloc(8 * (1 + 2 * entries.length));
+  table.writeU64(entries.length);
+  entries.forEach((e, i) => {
+    table.add(8 + 16 * i).writePointer(e.address);
+    table.add(16 + 16 * i).writePointer(e.name);
+  });
+  const stub = Memory.alloc(Process.pageSize);
+  Memory.patchCode(stub, 64, code => {
+    const w = new X86Writer(code, { pc: stub });
+    w.putLeaRegRegOffset('rsp', 'rsp', -8);
+    w.putPushReg('rax');
+    w.putMovRegAddress('rax', lib.getExportByName('tr_return_to'));
+    w.putMovRegRegPtr('rax', 'rax');
+    w.putMovRegOffsetPtrReg('rsp', 8, 'rax');
+    w.putPopReg('rax');
+    w.putRet();
+    w.flush();
+  });
+  lib.getExportByName('tr_return_stub').writePointer(stub);
+  return { table, names, stub };
+}
+
 function loadNative(options) {
   const lib = Module.load(options.shadowLibrary);
   const shadow = {
@@ -139,7 +176,10 @@ function loadNative(options) {
   const program = analysed.filter(m => m.path === Process.mainModule.path ||
     !(system.has(m.name) || m.name.startsWith('libc.so') || SYSTEM_DIRECTORIES.some(d => m.path.startsWith(d))));
   const markers = Memory.alloc(8 * 7);
-  const found = MARKER_NAMES.map((name, k) => (k === 0 ? null : findMarker(name)));
+  /* tareador explore: the candidate functions are the tasks, not the program's own markers. */
+  const found = MARKER_NAMES.map((name, k) => (k === 0 || (options.explore && (k === MARK.START || k === MARK.END))
+    ? null : findMarker(name)));
+  if (options.explore) lib.getExportByName('tr_private_writers').writeU32(1);
   found.forEach((address, k) => { if (address !== null) markers.add(8 * k).writePointer(address); });
   /* The spawned process's main thread has the process id as thread id. */
   const thread = Memory.alloc(8);
@@ -178,9 +218,14 @@ function loadNative(options) {
   for (const name of ['tr_enter_allocator', 'tr_leave_allocator', 'tr_add_object', 'tr_add_latent', 'tr_claim',
     'tr_remove_object_at', 'tr_unmap', 'tr_move_object', 'tr_mark_written'])
     symbols[name] = lib.getExportByName(name);
+  for (const name of ['tr_function_enter', 'tr_function_return', 'tr_return_stub'])
+    symbols[name] = lib.getExportByName(name);
+  const functions = taskFunctions(options.taskFunctions, lib);
+  symbols.tareador_functions = functions.table;
   const transform = new CModule(options.transformSource, symbols);
   const allocations = new CModule(options.allocationsSource, symbols);
   return { shadow, transform, allocations, mpi: null, markers: found, thread, blocks, symbols, program, calls,
+    functions,
     patterns: options.patterns ? [fn(lib, 'tr_pattern_rows', 'pointer', ['pointer']),
       fn(lib, 'tr_pattern_times', 'pointer', ['pointer'])] : null,
     patternsDropped: fn(lib, 'tr_patterns_dropped', 'uint64', []) };

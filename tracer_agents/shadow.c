@@ -117,7 +117,7 @@ typedef struct {
 
 typedef struct { Shadow byte[GRANULE]; } SplitGranule;
 
-#define MAX_DEPTH 64
+#define MAX_DEPTH 1024
 #define NO_PARENT UINT32_MAX
 #define MAX_NAMES 4096
 
@@ -528,12 +528,27 @@ static void analyse_in_chunk(ShadowChunk *c, uint64_t i, uint64_t n, int is_writ
   }
 }
 
+/* tareador explore records every candidate function as a task, the finest decomposition, and
+ * merges calls into coarser ones afterwards: the last writer of a byte must then not depend on
+ * the decomposition, so a task's writes to its private stack still make it the bytes' writer
+ * (a function's locals that its own callees read are written by it, whether it is a task or
+ * not). Reads there stay private. Set by agent.js for explore's recording only. */
+uint32_t tr_private_writers;
+
+static void analyse_range(uint64_t address, uint64_t end, int is_write, int program, uint32_t me, EdgeRuns *runs);
+
 static void analyse(uint64_t address, uint64_t size, int is_write, int program, uint32_t me, EdgeRuns *runs) {
   uint64_t end = address + size;
   if (address < tr_state.private_top && end > tr_state.stack_low) {
+    if (is_write && tr_private_writers)
+      analyse_range(address, end < tr_state.private_top ? end : tr_state.private_top, is_write, program, me, runs);
     if (end <= tr_state.private_top) return;
     address = tr_state.private_top;
   }
+  analyse_range(address, end, is_write, program, me, runs);
+}
+
+static void analyse_range(uint64_t address, uint64_t end, int is_write, int program, uint32_t me, EdgeRuns *runs) {
   while (address < end) {
     uint64_t chunk_end = (address | (CHUNK_SIZE - 1)) + 1;
     uint64_t stop = end < chunk_end ? end : chunk_end;
@@ -761,6 +776,8 @@ static void register_frames(uint64_t sp, uint64_t rbp) {
   }
 }
 
+static void restore_return_addresses(void);
+
 /* A marker was reached: kind is MARK_*, argument is its argument, sp the stack pointer at the
  * marker's first instruction (pointing at the return address into the caller). */
 void tr_marker(uint32_t kind, uint64_t argument, uint64_t sp, uint64_t return_address, uint64_t rbp) {
@@ -777,6 +794,7 @@ void tr_marker(uint32_t kind, uint64_t argument, uint64_t sp, uint64_t return_ad
     if (!tr_state.following) break;
     settle();
     tr_state.following = 0;
+    restore_return_addresses();
     if (tr_state.depth)
       fail(ERROR_OPEN_AT_OFF, tasks[open_tasks[tr_state.depth - 1]].name, return_address);
     tr_state.depth = 0;
@@ -812,6 +830,61 @@ void tr_marker(uint32_t kind, uint64_t argument, uint64_t sp, uint64_t return_ad
     if (id) objects[id - 1].disabled = kind == MARK_DISABLE;
     break;
   }
+  }
+}
+
+/* ---- calls of functions named by --task-function (transform.c recognises their entries) ----
+ *
+ * A call is a task instance exactly as if tareador_start_task/end_task surrounded it: it starts
+ * at the function's first instruction and ends when it returns. The return is seen without an
+ * Interceptor hook: at the entry, the return address on the stack is swapped for the return
+ * stub (agent.js), whose block transform.c recognises and whose code jumps to the address that
+ * tr_function_return leaves in tr_return_to. One stack of open calls serves recursion; a tail
+ * call (jmp to a task function: its return address is already the stub) opens a call on the
+ * same stack slot, and both end at the one return. Not Interceptor.attach: it cannot hook a
+ * function shorter than its jump (a lone ret at -O2), and it runs the function's first
+ * instructions relocated into Frida's memory, outside the analysed code: their accesses and
+ * instructions would be lost. Assumed: no longjmp out of a task function (its task would stay
+ * open), and no code reading its own return address (backtraces, C++ unwinding see the stub). */
+typedef struct { uint64_t sp, return_address; const char *name; } OpenCall;
+
+uint64_t tr_return_stub;   /* set by agent.js */
+uint64_t tr_return_to;     /* read by the stub's code */
+static OpenCall open_calls[MAX_DEPTH];
+static uint32_t open_call_count;
+
+/* tareador_OFF inside a called task function: the thread runs on unfollowed, so the stub would
+ * find no bookkeeping; the real return addresses go back on the stack. */
+static void restore_return_addresses(void) {
+  while (open_call_count) {
+    OpenCall *c = &open_calls[--open_call_count];
+    *(uint64_t *) c->sp = c->return_address;
+  }
+}
+
+/* sp points at the return address (the function's first instruction has not run). */
+void tr_function_enter(const char *name, uint64_t sp, uint64_t rbp) {
+  uint64_t *slot = (uint64_t *) sp, return_address = *slot;
+  int tail = return_address == tr_return_stub && open_call_count && open_calls[open_call_count - 1].sp == sp;
+  if (tail) return_address = open_calls[open_call_count - 1].return_address;
+  uint32_t depth = tr_state.depth;
+  *slot = return_address;   /* register_frames names the caller's frame by it */
+  tr_marker(MARK_START, (uint64_t) name, sp, return_address, rbp);
+  if (tr_state.depth == depth || open_call_count == MAX_DEPTH) {   /* too deep: left as an ordinary call */
+    if (tail) *slot = tr_return_stub;
+    return;
+  }
+  open_calls[open_call_count++] = (OpenCall) { sp, return_address, name };
+  *slot = tr_return_stub;
+}
+
+/* The stub was reached by a return: sp is just above the slot it came through. Every call
+ * opened on that slot ends; the stub goes on at their caller's return address. */
+void tr_function_return(uint64_t sp) {
+  while (open_call_count && open_calls[open_call_count - 1].sp == sp - 8) {
+    OpenCall *c = &open_calls[--open_call_count];
+    tr_return_to = c->return_address;
+    tr_marker(MARK_END, (uint64_t) c->name, sp - 8, c->return_address, 0);
   }
 }
 

@@ -6,7 +6,9 @@
  *   - before each instruction touching memory, a few instructions appending {address, size|write}
  *     records to the buffer (rep movs/stos: size = rcx x element size).
  * Flags are preserved with lahf/seto ... add/sahf instead of pushf/popf, which is far slower.
- * Blocks that begin a marker function get a callout to tr_marker instead.
+ * Blocks that begin a marker function get a callout to tr_marker instead; blocks that begin a
+ * function named by --task-function, a callout opening a task (before their own code, which is
+ * the task's), and the return stub's block one closing it (see tr_function_enter in shadow.c).
  */
 #include <gum/gumstalker.h>
 
@@ -21,6 +23,9 @@ extern TracerStateHead tr_state;
 extern void tr_flush_callout (GumCpuContext * cpu, gpointer data);
 extern void tr_marker (guint kind, guint64 argument, guint64 sp, guint64 return_address, guint64 rbp);
 extern void tr_translated (guint64 translated, guint64 original);
+extern void tr_function_enter (const char * name, guint64 sp, guint64 rbp);
+extern void tr_function_return (guint64 sp);
+extern guint64 tr_return_stub;
 /* Filled by the agent: [start, end) pairs of code to analyse, and of the program's own code (not
  * a system library's: its accesses are flagged ACCESS_PROGRAM), each ended by a 0 pair; and the
  * addresses of the marker functions indexed by marker kind (0 where absent). */
@@ -30,6 +35,8 @@ extern guint64 tareador_markers[];
 extern guint64 tareador_blocks[];
 /* Non-zero under trace --mpi: blocks that access memory first append a time record (patterns.c). */
 extern guint64 tareador_patterns[];
+/* The task functions: their count, then {entry address, name} pairs sorted by address. */
+extern guint64 tareador_functions[];
 
 static int register_number (x86_reg r)
 {
@@ -270,6 +277,33 @@ static guint marker_kind (guint64 address)
   return 0;
 }
 
+/* The name of the task function whose entry is address, or NULL. */
+static const char * task_function (guint64 address)
+{
+  guint64 low = 0, high = tareador_functions[0];
+  while (low < high)
+  {
+    guint64 mid = (low + high) / 2, entry = tareador_functions[1 + 2 * mid];
+    if (entry == address)
+      return (const char *) tareador_functions[2 + 2 * mid];
+    if (entry < address)
+      low = mid + 1;
+    else
+      high = mid;
+  }
+  return NULL;
+}
+
+static void on_function_enter (GumCpuContext * cpu, gpointer name)
+{
+  tr_function_enter ((const char *) name, cpu->rsp, cpu->rbp);
+}
+
+static void on_function_return (GumCpuContext * cpu, gpointer data)
+{
+  tr_function_return (cpu->rsp);
+}
+
 static void on_marker (GumCpuContext * cpu, gpointer kind)
 {
   tr_marker (GPOINTER_TO_UINT (kind), cpu->rdi, cpu->rsp, *(guint64 *) cpu->rsp, cpu->rbp);
@@ -290,8 +324,13 @@ void transform (GumStalkerIterator * it, GumStalkerOutput * output, gpointer use
     {
       guint kind = marker_kind (insn->address);
       first = FALSE;
+      const char * function = kind == 0 ? task_function (insn->address) : NULL;
       if (kind != 0)
         gum_stalker_iterator_put_callout (it, on_marker, GUINT_TO_POINTER (kind), NULL);
+      else if (function != NULL)
+        gum_stalker_iterator_put_callout (it, on_function_enter, (gpointer) function, NULL);
+      else if (insn->address == tr_return_stub)
+        gum_stalker_iterator_put_callout (it, on_function_return, NULL, NULL);
       analyse = kind == 0 && in_ranges (tareador_code_ranges, insn->address);
       origin = in_ranges (tareador_user_ranges, insn->address) ? ACCESS_PROGRAM : 0;
       if (analyse)

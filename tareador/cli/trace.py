@@ -20,6 +20,9 @@ def register(subparsers) -> None:
     p.add_argument("--mpi", action="store_true",
                    help="trace one rank of an MPI launch (run by each rank: mpiexec -n 4 tareador trace --mpi "
                         "-o DIR -- ./prog) into DIR/rank-N")
+    p.add_argument("--task-function", metavar="NAME[,NAME...]", action="append", default=[],
+                   help="every call of these functions of the program is a task instance, as if "
+                        "tareador_start_task/end_task surrounded it (no markers or recompiling needed)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     # Everything from the program on is the program's, even options tareador also has (-o).
     p.add_argument("program", nargs=argparse.REMAINDER, help="program and its arguments (-- before them is optional)")
@@ -37,6 +40,16 @@ def program_and_output(args, usage: str) -> tuple[list[str], str]:
     return argv, args.output or f"{argv[0].rstrip('/').split('/')[-1]}.tareador"
 
 
+def function_names(values: list[str]) -> list[str]:
+    """--task-function f,g --task-function h: f, g, h."""
+    from tareador.cli.main import UserError
+
+    names = [n.strip() for v in values for n in v.split(",")]
+    if any(not n for n in names):
+        raise UserError("--task-function needs function names separated by commas, e.g. --task-function gemm,trsm")
+    return names
+
+
 def run(args) -> int:
     from tareador.cli.main import UserError
     from tareador.render.summary import format_summary
@@ -50,7 +63,8 @@ def run(args) -> int:
         # ignored signal would stay ignored in the program the tracer starts.
         signal.signal(signal.SIGUSR1, lambda signum, frame: None)
     try:
-        result = trace(argv, out, progress=not args.no_progress, mpi=args.mpi)
+        result = trace(argv, out, progress=not args.no_progress, mpi=args.mpi,
+                       task_functions=function_names(args.task_function))
     except (TracingError, ToolchainError) as e:
         raise UserError(str(e)) from None
     except AnnotationError as e:

@@ -14,6 +14,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from tareador.analyses.explore import Exploration
 from tareador.analyses.mpi_speedup import MpiStudy
 from tareador.analyses.network_sweep import Sweep
 from tareador.analyses.speedup import Study, parallelism_profile
@@ -142,6 +143,27 @@ def plot_whatif(result: WhatIf, cores: int | None, path: str | Path) -> Path:
     ax.set_title(f"accelerating one task type, {machine_name(cores)}, {result.policy} "
                  f"(unaccelerated {base * scale:.4g} {unit})")
     ax.legend(fontsize="small")
+    return _save(fig, path)
+
+
+def plot_explore(result: Exploration, path: str | Path) -> Path:
+    """Simulated speedup of each decomposition the search visited, the best one marked, each
+    point labelled with the task type broken to reach the next."""
+    steps = result.steps
+    fig = Figure(figsize=(max(6, 0.5 * len(steps)), 4))
+    ax = fig.add_subplot()
+    ax.plot([s.index for s in steps], [s.speedup for s in steps], "o-", label=f"simulated, {machine_name(result.cores)}")
+    ax.plot([s.index for s in steps], [s.parallelism for s in steps], ":", color="grey", label="parallelism T1/T∞")
+    best = result.best
+    ax.plot([best.index], [best.speedup], "*", color="tab:red", markersize=14, label=f"best: step {best.index}")
+    for s in steps:
+        if s.broken is not None:
+            ax.annotate(_text(f"break {s.broken}"), (s.index, s.speedup), textcoords="offset points", xytext=(3, 5),
+                        fontsize=7, rotation=30)
+    ax.set_xticks([s.index for s in steps])
+    ax.set_xlabel("step (decomposition)")
+    ax.set_ylabel("speedup over the sequential run")
+    ax.legend()
     return _save(fig, path)
 
 

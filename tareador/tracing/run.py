@@ -21,13 +21,14 @@ from tareador.taskgraph.model import TaskTrace
 from tareador.taskgraph.patterns import save_rank_patterns
 from tareador.taskgraph.store import save, save_mpi
 from tareador.tracing import decode, mpi_launch
-from tareador.tracing.driver import TracingError, run_agent
+from tareador.tracing.driver import TracingError, check_program, run_agent
+from tareador.tracing.functions import FunctionError, TaskFunction, program_functions, resolve
 
 ANNOTATION_ERRORS = {
     1: "tareador_end_task(\"{name}\") without a matching tareador_start_task",
     2: "tareador_end_task(\"{name}\") does not match the innermost open task",
     3: "task \"{name}\" was still open at tareador_OFF() or at the end of the program",
-    4: "tasks nested deeper than 64 levels (at \"{name}\")",
+    4: "tasks nested deeper than 1024 levels (at \"{name}\")",
 }
 
 
@@ -178,14 +179,51 @@ def _mpi_warnings(mpi: dict | None, rank: int) -> list[str]:
     return warnings
 
 
-def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: bool = False) -> TaskTrace:
+def _function_warnings(functions: list[TaskFunction], tasks) -> list[str]:
+    """What became of each --task-function: calls the compiler inlined are no calls."""
+    made = Counter(t.name for t in tasks if t.starts_instance and not t.is_main)
+    warnings = []
+    for f in functions:
+        inlined = f"{f.name} was inlined, compile with -fno-inline or mark it" if f.inlined else ""
+        if not made[f.name]:
+            warnings.append(f"{inlined}: none of its calls became a task" if inlined else
+                            f"{f.name} was never called inside the analysed region: it made no task")
+        elif inlined:
+            warnings.append(f"{inlined}: its inlined calls are not tasks")
+    return warnings
+
+
+def _scope_warning(has_on: bool, analysed: bool, functions: list[TaskFunction], explore: bool) -> str | None:
+    """What was analysed, when the markers do not say it."""
+    if has_on:
+        return None if analysed else "tareador_ON() was never called: nothing was analysed"
+    if explore:
+        return None
+    if functions:
+        return ("the program has no tareador markers: the whole of main was traced, with the calls of "
+                + ", ".join(f.name for f in functions) + " as tasks")
+    return "the program has no tareador markers: the whole of main was traced as one task"
+
+
+def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: bool = False,
+          task_functions: list[str] = (), explore: bool = False) -> TaskTrace:
     """Trace ``argv`` and write ``out_dir`` (with mpi, one rank of a launch: ``out_dir/rank-N``);
-    raises AnnotationError after writing if the markers are unbalanced."""
+    every call of a function named in task_functions is a task instance, as if
+    tareador_start_task/end_task surrounded it. Raises AnnotationError after writing if the
+    markers are unbalanced. explore: the recording of ``tareador explore`` (the calls of
+    task_functions, by default every function of the program, are the only tasks; see
+    tareador.taskgraph.decompose)."""
     started = time.monotonic()
     check_output(Path(out_dir))
+    try:
+        path = check_program(argv)
+        names = list(task_functions) or (program_functions(path) if explore else [])
+        functions = resolve(path, names) if names else []
+    except FunctionError as e:
+        raise TracingError(str(e)) from None
     status = StatusRow.on_stderr() if progress else None
     try:
-        result = run_agent(argv, progress=status, patterns=mpi)
+        result = run_agent(argv, progress=status, patterns=mpi, task_functions=tuple(functions), explore=explore)
     finally:
         if status:
             status.close()
@@ -199,10 +237,13 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     ending, partial, ended_by = _ending(meta)
     warnings = list(meta["warnings"])
     markers = meta["markers"]
-    if not markers[0]:
-        warnings.append("the program has no tareador markers: the whole of main was traced as one task")
-    elif not tasks:
-        warnings.append("tareador_ON() was never called: nothing was analysed")
+    if explore:
+        warnings.append("recorded for tareador explore: every call of a candidate function is a task")
+    else:
+        warnings += _function_warnings(functions, tasks)
+    scope = _scope_warning(markers[0], bool(tasks), functions, explore)
+    if scope:
+        warnings.append(scope)
     problem = _annotation_problem(meta, partial)
     mpi_meta = meta["mpi"]
     rank = mpi_meta["rank"] if mpi_meta and mpi_meta["rank"] >= 0 else (mpi_launch.rank() or 0)
@@ -237,6 +278,8 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
         "tracing_seconds": round(time.monotonic() - started, 3),
         "tool_version": __version__,
     }
+    if explore:
+        trace.summary["explore_candidates"] = [f.name for f in functions]
     if mpi or mpi_meta:
         trace.summary.update(_mpi_summary(mpi_meta, rank, calls))
     save(trace, out_dir)

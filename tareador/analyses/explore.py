@@ -1,0 +1,157 @@
+"""Automatic search for a task decomposition (thesis ch. 6.3), from one traced run.
+
+The walk starts from the coarsest decomposition (the calls main makes are the tasks) and at each
+step *breaks* one task type: its instances stop being tasks and the types its instances call
+become tasks (a type that calls none becomes sequential code), until no task is left. Which one
+is broken is the thesis' heuristic 1: per task type i of the current decomposition,
+
+    cost_i = l_i^p1 / sum_j l_j^p1  +  d_i^p2 / sum_j d_j^p2  +  c_i^p3 / sum_j c_j^p3
+
+l_i the longest instance (its own instructions), d_i the largest number of RAW dependencies of
+one instance (distinct instances it depends on or that depend on it, main's code included),
+c_i the sum over the time its instances run of time / number of instances running at once
+(on the simulated target machine); the highest cost is broken, ties by name. Every visited
+decomposition is simulated on the target machine (heuristic 2: the whole walk is made and the
+best kept), and the best is the highest speedup, ties to fewer instances. Each decomposition
+is a merge of the recorded one (tareador.taskgraph.decompose), never a new trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tareador.analyses.speedup import parallelism_profile, study
+from tareador.replay.machine import Machine
+from tareador.taskgraph.dag import dag_from_trace
+from tareador.taskgraph.decompose import merge, recording, task_tree
+from tareador.taskgraph.model import RAW, TaskTrace
+
+METRICS = ("length", "dependencies", "concurrency")
+DEFAULT_WEIGHTS = (1.0, 1.0, 3.0)
+
+
+@dataclass(frozen=True)
+class TypeCost:
+    name: str
+    length: int  # l: instructions of its longest instance
+    dependencies: int  # d: most RAW dependencies of one instance
+    concurrency: float  # c: instructions of its instances, each divided by how many ran at once
+    normalised: tuple[float, float, float]  # the three terms of the cost, each x^p / sum x^p
+
+    @property
+    def cost(self) -> float:
+        return sum(self.normalised)
+
+    @property
+    def dominant(self) -> str:
+        """The metric that weighs most in its cost."""
+        return METRICS[int(np.argmax(self.normalised))]
+
+
+@dataclass(frozen=True)
+class Step:
+    index: int
+    tasks: tuple[str, ...]  # the decomposition: its task types, sorted
+    instances: int
+    t1: int  # instructions
+    tinf: int
+    time: float  # seconds on the target machine
+    speedup: float  # over T1
+    costs: tuple[TypeCost, ...]  # of its task types, by name
+    broken: str | None  # the type broken to reach the next step (None: sequential code, the end)
+
+    @property
+    def parallelism(self) -> float:
+        return self.t1 / self.tinf if self.tinf else 1.0
+
+    def cost_of(self, name: str) -> TypeCost:
+        return next(c for c in self.costs if c.name == name)
+
+
+@dataclass
+class Exploration:
+    steps: list[Step]
+    cores: int | None
+    policy: str
+    weights: tuple[float, float, float]
+    rate: float
+    candidates: tuple[str, ...] = field(default=())  # the types of the recorded (finest) decomposition
+
+    @property
+    def best(self) -> Step:
+        """Highest simulated speedup; ties: fewer instances, then the earlier step."""
+        return max(self.steps, key=lambda s: (s.speedup, -s.instances, -s.index))
+
+
+def explore(finest: TaskTrace, cores: int | None, machine: Machine, policy: str = "cp",
+            weights: tuple[float, float, float] = DEFAULT_WEIGHTS, overhead: int | None = None,
+            progress=None) -> Exploration:
+    """The thesis' walk from main's calls down to sequential code over the recorded run."""
+    top, children = task_tree(finest)
+    recorded = recording(finest)
+    current, broken = set(top), set()
+    steps = []
+    while True:
+        step = _evaluate(len(steps), merge(recorded, current), cores, machine, policy, weights, overhead)
+        steps.append(step)
+        if progress is not None:
+            progress(step)
+        if step.broken is None:
+            break
+        broken.add(step.broken)
+        current = (current - {step.broken}) | (children.get(step.broken, frozenset()) - broken)
+    types = sorted({t.name for t in finest.tasks if not t.is_main})
+    return Exploration(steps, cores, policy, tuple(weights), machine.rate, tuple(types))
+
+
+def _evaluate(index: int, trace: TaskTrace, cores: int | None, machine: Machine, policy: str,
+              weights: tuple[float, float, float], overhead: int | None) -> Step:
+    dag = dag_from_trace(trace)
+    s = study(dag, [cores], policy, machine, overhead)
+    row = s.rows()[0]
+    costs = _costs(trace, s.schedules[0], weights)
+    # Costs are by name: the first of equal costs (to rounding: sums of floats) is broken.
+    chosen = max(costs, key=lambda c: round(c.cost, 9), default=None)
+    tinf = round(s.tinf * machine.rate)  # the study's longest path, in instructions again
+    return Step(index, tuple(sorted(trace.task_types)), trace.instances, trace.t1, tinf, row["time"],
+                row["speedup"], costs, chosen.name if chosen else None)
+
+
+def _costs(trace: TaskTrace, schedule, weights) -> tuple[TypeCost, ...]:
+    tasks = trace.tasks
+    n = len(tasks)
+    instance = np.fromiter((t.instance for t in tasks), np.int64, n)
+    work = np.fromiter((t.instructions for t in tasks), np.int64, n)
+    own = np.bincount(instance, weights=work, minlength=n)
+    # Distinct RAW neighbours of each instance.
+    pairs = {(int(instance[d.src]), int(instance[d.dst])) for d in trace.deps if d.kind == RAW}
+    pairs = {p for p in pairs if p[0] != p[1]}
+    degree = np.zeros(n, np.int64)
+    for a, b in pairs:
+        degree[a] += 1
+        degree[b] += 1
+    # Concurrency: integral of 1 / (instances running) over each fragment's run.
+    times, running = parallelism_profile(schedule)
+    share = np.zeros(len(times))
+    if len(times) > 1:
+        share[1:] = np.cumsum(np.diff(times) / np.maximum(running[:-1], 1) * (running[:-1] > 0))
+    alone = np.interp(schedule.finish, times, share) - np.interp(schedule.start, times, share) if len(times) \
+        else np.zeros(n)
+    raw: dict[str, list[float]] = {}
+    for k, t in enumerate(tasks):
+        if t.is_main:
+            continue
+        entry = raw.setdefault(t.name, [0, 0, 0.0])
+        if t.starts_instance:
+            entry[0] = max(entry[0], int(own[t.id]))
+            entry[1] = max(entry[1], int(degree[t.id]))
+        entry[2] += float(alone[k])
+    names = sorted(raw)
+    values = np.array([raw[name] for name in names], float).reshape(len(names), 3)
+    powered = values ** np.array(weights, float)
+    totals = powered.sum(axis=0)
+    normalised = np.divide(powered, totals, out=np.zeros_like(powered), where=totals > 0)
+    return tuple(TypeCost(name, int(values[i, 0]), int(values[i, 1]), float(values[i, 2]),
+                          tuple(float(x) for x in normalised[i])) for i, name in enumerate(names))

@@ -1,0 +1,165 @@
+"""``tareador explore DIR`` or ``tareador explore -- ./prog args``: search for a task decomposition."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from pathlib import Path
+
+from tareador.cli.simulate import add_machine_options, machine_options
+
+DEFAULT_CORES = 4
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "explore", help="search which functions to make tasks, from one traced run (thesis ch. 6.3)",
+        description="Trace the program once with every function called in the analysed region as a task (or "
+                    "those of --candidates), then walk from the coarsest decomposition (main's calls are the tasks) "
+                    "down to sequential code, breaking at each step the task type of highest cost, and simulate "
+                    "every decomposition on the target machine. DIR: a trace directory recorded by an earlier "
+                    "explore (or any trace: its tasks are the candidates).",
+        epilog="example:\n  tareador explore --cores 8 -- examples/bin/cholesky 6 32",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-o", "--output", metavar="DIR",
+                   help="with a program: the trace directory to record (default <program>.explore); with DIR: "
+                        "where explore.csv and explore.png go (default DIR)")
+    p.add_argument("--candidates", metavar="NAME[,NAME...]", action="append", default=[],
+                   help="the functions that may become tasks (default: every function of the program)")
+    p.add_argument("--weights", default="1,1,3", metavar="P1,P2,P3",
+                   help="exponents of the length, dependency and concurrency costs (default 1,1,3)")
+    add_machine_options(p)
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr while tracing")
+    p.add_argument("target", nargs=argparse.REMAINDER, metavar="DIR | -- PROGRAM [ARGS]",
+                   help="a trace directory, or the program and its arguments")
+    p.set_defaults(func=run, parser=p)
+
+
+def weight_list(text: str) -> tuple[float, float, float]:
+    from tareador.cli.main import UserError
+
+    parts = text.split(",")
+    try:
+        weights = tuple(float(x) for x in parts)
+    except ValueError:
+        weights = ()
+    if len(weights) != 3 or not all(0 <= w < float("inf") for w in weights):
+        raise UserError(f"--weights: {text!r} is not three numbers >= 0 (exponents of the length, dependency and "
+                        "concurrency costs), e.g. 1,1,3")
+    return weights
+
+
+def _cores(args, machine) -> int | None:
+    from tareador.cli.main import UserError
+    from tareador.cli.simulate import core_list
+
+    if args.cores is None:
+        return machine.nodes * machine.cores_per_node if args.machine else DEFAULT_CORES
+    cores = core_list(args.cores)
+    if len(cores) != 1:
+        raise UserError("--cores: explore simulates one target machine: give one core count, e.g. --cores 8")
+    return cores[0]
+
+
+def _record(args, argv: list[str]) -> tuple[Path, list[str]]:
+    """Trace the program once, every candidate a task; the trace directory and the program."""
+    from tareador.cli.main import UserError
+    from tareador.cli.trace import function_names
+    from tareador.tracing.driver import TracingError
+    from tareador.tracing.run import AnnotationError, trace
+    from tareador.tracing.toolchain import ToolchainError
+
+    out = Path(args.output or f"{argv[0].rstrip('/').split('/')[-1]}.explore")
+    try:
+        trace(argv, out, progress=not args.no_progress, task_functions=function_names(args.candidates),
+              explore=True)
+    except (TracingError, ToolchainError) as e:
+        raise UserError(str(e)) from None
+    except AnnotationError as e:
+        raise UserError(f"{e} (partial trace written to {e.path})") from None
+    return out, argv
+
+
+def run(args) -> int:
+    import tareador
+    from tareador.analyses.explore import explore
+    from tareador.cli.main import UserError
+    from tareador.render.plots import plot_explore
+
+    target = args.target
+    if target[:1] != ["--"] and len(target) >= 1 and Path(target[0]).is_dir():
+        args.parser.parse_args(target[1:], namespace=args)  # options after DIR
+        directory, argv = Path(target[0]), None
+    else:
+        argv = target[1:] if target[:1] == ["--"] else target
+        if not argv:
+            raise UserError("give a trace directory or a program: tareador explore DIR, tareador explore -- ./prog")
+    weights = weight_list(args.weights)
+    machine, _, policy = machine_options(args)
+    cores = _cores(args, machine)
+    if argv is not None:
+        directory, argv = _record(args, argv)
+        out = directory
+    else:
+        out = Path(args.output or directory)
+    finest = tareador.load(directory)
+    if not finest.instances:
+        candidates = finest.summary.get("explore_candidates")
+        if candidates is not None:
+            raise UserError(f"no candidate function was called inside the analysed region ({len(candidates)} "
+                            "candidates); check tareador_ON/OFF or --candidates")
+        raise UserError(f"{directory} has no task instances to explore: record one with tareador explore -- ./prog")
+    try:
+        result = explore(finest, cores, machine, policy, weights, args.overhead)
+    except ValueError as e:
+        raise UserError(f"{directory}: {e}") from None
+    out.mkdir(parents=True, exist_ok=True)
+    written = [_write_csv(out / "explore.csv", result), plot_explore(result, out / "explore.png")]
+    import shlex
+
+    command = argv or [finest.summary.get("program", "./prog"), *finest.summary.get("arguments", [])]
+    # Only a recording's tasks are functions; another trace's are its markers' names.
+    recorded = "explore_candidates" in finest.summary
+    print(format_exploration(result, shlex.join(command) if recorded else None))
+    print(f"written to {out}/: {' '.join(p.name for p in written)}")
+    return 0
+
+
+def format_exploration(result, program: str | None) -> str:
+    """The steps as a table and the best; program: the command line of a recording, None for another trace."""
+    from tareador.render.summary import format_seconds, human, machine_name
+
+    lines = [f"{len(result.candidates)} candidate task types called in the analysed region; "
+             f"target {machine_name(result.cores)}, policy {result.policy}, weights (length, dependencies, concurrency) = "
+             f"{', '.join(f'{w:g}' for w in result.weights)}",
+             f"{'step':>4} {'types':>5} {'instances':>9} {'T1':>10} {'T-inf':>10} {'parallelism':>11} "
+             f"{'speedup':>7}  {'breaks (dominant cost)':<28} decomposition"]
+    for s in result.steps:
+        broken = f"{s.broken} ({s.cost_of(s.broken).dominant})" if s.broken else "-"
+        tasks = ",".join(s.tasks) if s.tasks else "(sequential code)"
+        lines.append(f"{s.index:>4} {len(s.tasks):>5} {s.instances:>9} {human(s.t1):>10} {human(s.tinf):>10} "
+                     f"{s.parallelism:>11.2f} {s.speedup:>7.2f}  {broken:<28} {tasks}")
+    best = result.best
+    lines += ["", f"best: step {best.index}, speedup {best.speedup:.2f} on {machine_name(result.cores)} "
+                  f"({format_seconds(best.time)}), {best.instances} task instances"]
+    if best.tasks and program is not None:
+        lines.append(f"  tareador trace --task-function {','.join(best.tasks)} -- {program}")
+    elif best.tasks:
+        lines.append(f"  its tasks: {', '.join(best.tasks)}")
+    return "\n".join(lines)
+
+
+def _write_csv(path: Path, result) -> Path:
+    from tareador.files import output_file
+
+    with output_file(path, newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["step", "tasks", "instances", "t1", "tinf", "parallelism", "time", "speedup", "broken",
+                    "dominant", "cost_length", "cost_dependencies", "cost_concurrency", "decomposition"])
+        for s in result.steps:
+            cost = s.cost_of(s.broken) if s.broken else None
+            w.writerow([s.index, len(s.tasks), s.instances, s.t1, s.tinf, round(s.parallelism, 6), s.time,
+                        round(s.speedup, 6), s.broken or "", cost.dominant if cost else "",
+                        *(tuple(round(x, 6) for x in cost.normalised) if cost else ("", "", "")),
+                        ";".join(s.tasks)])
+    return path

@@ -1,0 +1,171 @@
+"""``tareador explore``: one recorded run, coarser decompositions by merging (checked against
+direct traces of the same decompositions), and the thesis' search with known answers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import tareador
+from conftest import EXAMPLES, write_c
+from tareador.analyses.explore import explore
+from tareador.replay.machine import Machine
+from tareador.taskgraph.decompose import merge, task_tree
+from tareador.tracing.run import trace
+from test_trace_functions import strip_task_markers
+
+# Three independent heavy functions (disjoint arrays, identical loops) called from one coarse one.
+THREE = """
+#define NOINLINE __attribute__((noinline))
+#define N 5000
+double a[N], b[N], c[N];
+NOINLINE void fa(void) { for (int i = 0; i < N; i++) a[i] = i * 0.5; }
+NOINLINE void fb(void) { for (int i = 0; i < N; i++) b[i] = i * 0.5; }
+NOINLINE void fc(void) { for (int i = 0; i < N; i++) c[i] = i * 0.5; }
+NOINLINE void coarse(void) { fa(); fb(); fc(); }
+int main(void) {
+  coarse();
+  return !(a[N - 1] == b[N - 1] && b[N - 1] == c[N - 1]);
+}
+"""
+
+# A function that is not a task in some decompositions writes its own local array, which its
+# callees then read and write: the last writer of those stack bytes must not depend on whether
+# stage is a task (shadow.c tr_private_writers).
+LOCAL = """
+#define NOINLINE __attribute__((noinline))
+NOINLINE void fill(double *t, int n) { for (int i = 0; i < n; i++) t[i] = i; }
+NOINLINE double use(const double *t, int n) { double s = 0; for (int i = 0; i < n; i++) s += t[i]; return s; }
+NOINLINE double stage(int k) { double tmp[64]; tmp[0] = k; fill(tmp + 1, 63); return use(tmp, 64); }
+int main(void) {
+  double s = 0;
+  for (int k = 0; k < 3; k++) s += stage(k);
+  return s != 3 * 1953 + 3;
+}
+"""
+
+
+def fragments(t):
+    return [(x.name, x.instance, x.parent, x.instructions) for x in t.tasks]
+
+
+def raw_edges(t):
+    """RAW edges between fragments of different instances, by object, but those the schedule
+    has anyway: inside one instance (its fragments' order) and from the fragment that created
+    an instance to its first fragment. The recording sees a task's writes to its own frame,
+    which a direct trace keeps private: a child reading its parent's local array (stage's tmp)
+    depends on the parent's fragment that created it only there. Byte counts are not compared
+    (see decompose.py)."""
+    by_id = {x.id: x for x in t.tasks}
+    return {(d.src, d.dst, d.object) for d in t.deps if d.kind == "RAW"
+            and by_id[d.src].instance != by_id[d.dst].instance
+            and not (by_id[d.dst].starts_instance and by_id[d.dst].parent == d.src)}
+
+
+def record(compile_c, tmp_path, name, code, args=(), opt="-O0"):
+    exe = compile_c(write_c(tmp_path, name, code), opt=opt, markers=False)
+    return exe, trace([str(exe), *args], tmp_path / f"{name}.explore", progress=False, explore=True)
+
+
+@pytest.mark.parametrize("name, code, decompositions", [
+    ("three", THREE, [{"coarse"}, {"fa", "fb", "fc"}, {"fb", "fc"}, {"coarse", "fb"}]),
+    ("local", LOCAL, [{"stage"}, {"fill", "use"}, {"use"}, {"stage", "use"}]),
+])
+def test_merge_equals_direct_trace(compile_c, tmp_path, name, code, decompositions):
+    """Merging the recorded (finest) run into a decomposition gives what tracing the program with
+    only those functions as tasks gives: the same fragments (names, instances, parents,
+    instructions), T1, T-inf, instance counts and RAW edges between instances."""
+    exe, finest = record(compile_c, tmp_path, name, code)
+    for tasks in decompositions:
+        merged = merge(finest, tasks)
+        direct = trace([str(exe)], tmp_path / "direct", progress=False, task_functions=sorted(tasks))
+        assert fragments(merged) == fragments(direct), tasks
+        assert (merged.t1, merged.tinf, merged.instances) == (direct.t1, direct.tinf, direct.instances), tasks
+        assert raw_edges(merged) == raw_edges(direct), tasks
+
+
+def test_merge_equals_direct_trace_cholesky(compile_c, tmp_path):
+    """The same on the Cholesky (task markers stripped, ON/OFF kept), 4x4 tiles."""
+    exe = compile_c(strip_task_markers(tmp_path, "chol_unmarked"))
+    finest = trace([str(exe), "4", "8"], tmp_path / "chol.explore", progress=False, explore=True)
+    for tasks in ({"gemm", "potrf", "syrk", "trsm"}, {"potrf", "trsm"}, {"gemm"}):
+        merged = merge(finest, tasks)
+        direct = trace([str(exe), "4", "8"], tmp_path / "direct", progress=False, task_functions=sorted(tasks))
+        assert fragments(merged) == fragments(direct), tasks
+        assert (merged.t1, merged.tinf, merged.instances) == (direct.t1, direct.tinf, direct.instances), tasks
+        assert raw_edges(merged) == raw_edges(direct), tasks
+
+
+def test_three_independent_functions(compile_c, tmp_path):
+    """main -> coarse -> fa, fb, fc. Step 0: coarse alone, everything in one chain: T-inf = T1.
+    Breaking coarse (the only type) makes fa, fb, fc tasks: independent (disjoint arrays), each
+    created by a fragment of main, and main's last fragment reads all three arrays, so the
+    longest path is main's code plus one of them: T-inf = T1 - 2L, L the instructions of each
+    (identical loops). Breaking any of them (they have no children) serialises it: T-inf =
+    T1 - L with two left, T1 with one, and the walk ends at sequential code (step 4). On 4 cores
+    the simulated time is T-inf, so the best is step 1."""
+    _, finest = record(compile_c, tmp_path, "three", THREE)
+    top, children = task_tree(finest)
+    assert top == {"coarse"} and children == {"coarse": {"fa", "fb", "fc"}}
+    lengths = {x.name: x.instructions for x in finest.tasks if x.name in ("fa", "fb", "fc")}
+    assert len(set(lengths.values())) == 1
+    work = lengths["fa"]
+    result = explore(finest, 4, Machine())
+    steps = result.steps
+    assert [s.tasks for s in steps][:2] == [("coarse",), ("fa", "fb", "fc")]
+    assert [len(s.tasks) for s in steps] == [1, 3, 2, 1, 0]
+    t1 = finest.t1
+    assert all(s.t1 == t1 for s in steps)
+    assert [s.tinf for s in steps] == [t1, t1 - 2 * work, t1 - work, t1, t1]
+    assert [s.instances for s in steps] == [1, 3, 2, 1, 0]
+    assert steps[0].broken == "coarse" and steps[-1].broken is None
+    assert result.best.index == 1
+    assert result.best.speedup == pytest.approx(t1 / (t1 - 2 * work))
+
+
+def test_shipped_cholesky_reaches_the_kernels(compile_c, tmp_path):
+    """The shipped Cholesky (its task markers are ignored while recording): main calls the four
+    kernels between ON and OFF, so the coarsest decomposition is already gemm, potrf, syrk,
+    trsm, with the marked version's 20 instances (4x4 tiles) and its T1; breaking kernels only
+    serialises them, so it is the best."""
+    exe = compile_c(EXAMPLES / "cholesky" / "cholesky.c")
+    finest = trace([str(exe), "4", "8"], tmp_path / "chol.explore", progress=False, explore=True)
+    marked = trace([str(exe), "4", "8"], tmp_path / "chol.tareador", progress=False)
+    result = explore(finest, 4, Machine())
+    assert result.best.tasks == ("gemm", "potrf", "syrk", "trsm")
+    assert result.best.instances == marked.instances == 20
+    assert result.best.t1 == marked.t1
+    assert result.steps[-1].tasks == () and len(result.steps) == 5
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "tareador", "explore", *map(str, args)], capture_output=True,
+                          text=True)
+
+
+def test_cli_end_to_end_and_bad_input(compile_c, tmp_path):
+    exe = compile_c(write_c(tmp_path, "three", THREE), markers=False)
+    run = cli("--no-progress", "-o", tmp_path / "three.explore", "--", exe)
+    assert run.returncode == 0, run.stderr
+    assert f"tareador trace --task-function fa,fb,fc -- {exe}" in run.stdout
+    assert (tmp_path / "three.explore" / "explore.png").stat().st_size > 0
+    rows = (tmp_path / "three.explore" / "explore.csv").read_text().splitlines()
+    assert rows[0].startswith("step,tasks,instances,t1,tinf") and len(rows) == 1 + 5
+    again = cli(tmp_path / "three.explore", "--cores", "2", "-o", tmp_path / "two")
+    assert again.returncode == 0 and "best: step 1, speedup 1.50 on 2 cores" in again.stdout
+    for args, message in [
+        ((tmp_path / "three.explore", "--weights", "1,1,x"), "tareador: --weights: '1,1,x' is not three numbers"),
+        (("--candidates", "corse", "--", exe), "tareador: no function named corse in 'three-O0' (close names: coarse)"),
+        ((tmp_path / "three.explore", "--cores", "2,4"), "tareador: --cores: explore simulates one target machine"),
+    ]:
+        bad = cli(*args)
+        assert bad.returncode == 2 and bad.stderr.startswith(message) and bad.stderr.count("\n") == 1, bad.stderr
+    chol = compile_c(EXAMPLES / "cholesky" / "cholesky.c")
+    none = cli("--no-progress", "--candidates", "alloc_tile", "-o", tmp_path / "none", "--", chol, "2", "4")
+    assert none.returncode == 2
+    assert none.stderr.startswith("tareador: no candidate function was called inside the analysed region")
+    trace([str(exe)], tmp_path / "plain", progress=False)
+    empty = cli(tmp_path / "plain")
+    assert empty.returncode == 2 and "has no task instances to explore" in empty.stderr
