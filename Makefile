@@ -46,6 +46,7 @@ benchmark: deps
 	$(PYTHON) benchmarks/trace_overhead.py
 	$(PYTHON) benchmarks/replay_scale.py
 	$(PYTHON) benchmarks/mpi_overhead.py
+	$(PYTHON) benchmarks/patterns_overhead.py
 	$(PYTHON) benchmarks/explore_recording.py
 
 clean:
