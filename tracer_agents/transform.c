@@ -28,6 +28,8 @@ extern guint64 tareador_code_ranges[];
 extern guint64 tareador_user_ranges[];
 extern guint64 tareador_markers[];
 extern guint64 tareador_blocks[];
+extern guint64 tr_task_sites[];
+extern void tr_task_call (guint64 site, const guint64 * args);
 
 static int register_number (x86_reg r)
 {
@@ -246,11 +248,27 @@ static void on_marker (GumCpuContext * cpu, gpointer kind)
   tr_marker (GPOINTER_TO_UINT (kind), cpu->rdi, cpu->rsp, *(guint64 *) cpu->rsp, cpu->rbp);
 }
 
+/* The first direct call of a block that begins where a tareador_start_task returns: the task's
+ * body, called with its arguments (shadow.c's tr_task_call). */
+static void on_task_call (GumCpuContext * cpu, gpointer site)
+{
+  guint64 args[6] = { cpu->rdi, cpu->rsi, cpu->rdx, cpu->rcx, cpu->r8, cpu->r9 };
+  tr_task_call (GPOINTER_TO_SIZE (site), args);
+}
+
+static gboolean is_task_site (guint64 address)
+{
+  for (const guint64 * s = tr_task_sites; *s != 0; s++)
+    if (*s == address)
+      return TRUE;
+  return FALSE;
+}
+
 void transform (GumStalkerIterator * it, GumStalkerOutput * output, gpointer user_data)
 {
   GumX86Writer * w = output->writer.x86;
   const cs_insn * insn;
-  gboolean first = TRUE, analyse = FALSE;
+  gboolean first = TRUE, analyse = FALSE, task_site = FALSE;
   guint32 origin = 0;
   guint8 * count_patch = NULL;
   guint instructions = 0, unchecked = 0;
@@ -264,6 +282,7 @@ void transform (GumStalkerIterator * it, GumStalkerOutput * output, gpointer use
       if (kind != 0)
         gum_stalker_iterator_put_callout (it, on_marker, GUINT_TO_POINTER (kind), NULL);
       analyse = kind == 0 && in_ranges (tareador_code_ranges, insn->address);
+      task_site = analyse && is_task_site (insn->address);
       origin = in_ranges (tareador_user_ranges, insn->address) ? ACCESS_PROGRAM : 0;
       if (analyse)
       {
@@ -280,6 +299,11 @@ void transform (GumStalkerIterator * it, GumStalkerOutput * output, gpointer use
         unchecked = 0;
       }
       unchecked += put_accesses (w, insn, origin);
+      if (task_site && insn->id == X86_INS_CALL && insn->size == 5 && insn->bytes[0] == 0xe8)
+      {
+        gum_stalker_iterator_put_callout (it, on_task_call, GSIZE_TO_POINTER (insn->address), NULL);
+        task_site = FALSE;
+      }
     }
     tr_translated (w->pc, insn->address);
     gum_stalker_iterator_keep (it);

@@ -17,7 +17,7 @@ import sys
 from tareador import __version__
 from tareador.stopping import Stopped, stop_signals
 
-SUBCOMMANDS = ["config", "trace", "mpirun", "postprocess", "graph", "simulate", "whatif", "replay"]
+SUBCOMMANDS = ["config", "trace", "mpirun", "postprocess", "graph", "simulate", "whatif", "hints", "replay"]
 
 
 class UserError(Exception):

@@ -12,8 +12,8 @@ from dataclasses import astuple, fields
 from pathlib import Path
 
 from tareador.files import output_file, write_text
-from tareador.taskgraph.model import (DEPENDENCY_KINDS, Communicator, DataObject, Dependency, MpiCall, TaskInstance,
-                                      TaskTrace)
+from tareador.taskgraph.model import (DEPENDENCY_KINDS, Access, Communicator, DataObject, Dependency, MpiCall,
+                                      TaskCall, TaskInstance, TaskTrace)
 
 TABLES = {"tasks.csv": TaskInstance, "deps.csv": Dependency, "objects.csv": DataObject}
 # What tareador writes into a trace directory (trace, graph, simulate, whatif): a new trace removes
@@ -21,7 +21,8 @@ TABLES = {"tasks.csv": TaskInstance, "deps.csv": Dependency, "objects.csv": Data
 OWNED = ("tasks.csv", "deps.csv", "objects.csv", "summary.json", "graph.dot", "graph.svg", "graph.png",
          "simulation-*.prv", "simulation-*.pcf", "simulation-*.row", "simulation-*.json", "speedup.png",
          "profile.png", "gantt.png", "speedup.csv", "profile.csv", "ompss.dim", "ompss.pcf", "authentic.dim",
-         "authentic.pcf", "whatif-*.png", "whatif.csv", "mpi.csv", "comms.csv", "messages.csv")
+         "authentic.pcf", "whatif-*.png", "whatif.csv", "mpi.csv", "comms.csv", "messages.csv", "accesses.csv",
+         "calls.csv")
 
 
 class TraceDirError(Exception):
@@ -116,6 +117,12 @@ def save(trace: TaskTrace, directory: str | Path) -> Path:
     write_text(d / "summary.json", json.dumps(trace.summary, indent=2, sort_keys=True) + "\n")
     trace.path = str(d)
     return d
+
+
+def save_accesses(directory: str | Path, accesses: list[Access], calls: list[TaskCall]) -> None:
+    """What each fragment read and wrote, and the calls tasks made (``tareador hints``), beside the trace."""
+    write_table(Path(directory) / "accesses.csv", Access, accesses)
+    write_table(Path(directory) / "calls.csv", TaskCall, calls)
 
 
 def save_mpi(directory: str | Path, calls: list[MpiCall], comms: list[Communicator]) -> None:

@@ -1,0 +1,207 @@
+"""Dependence hints: what each task type reads and writes, as OpenMP / OmpSs-2 clauses.
+
+From accesses.csv (per fragment and object: the bytes read before being written, the bytes
+written) and calls.csv (the task body a task instance called right after its start marker, with
+its arguments). For every instance, an object is named through the argument that points into it
+when there is one (ranges then count from that pointer, so tiles of different instances merge
+into one clause), else by the object's own name; the instances of a type are merged:
+  in     the instances read it before writing it, and never write it
+  out    they write it, and read only what they wrote first
+  inout  both
+Objects nobody writes inside the analysed region carry no dependence and get no clause (read
+only), nor do the creator's locals a task reads without being passed a pointer to them (the
+values its arguments are computed from: firstprivate in OpenMP).
+
+Limits: a range is the hull of the bytes (one clause per object, as OpenMP wants list items
+identical or disjoint); a task that creates tasks is cut into fragments, and bytes one fragment
+wrote and a later one read count as read before written (inout where out would do).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import networkx as nx
+
+from tareador.analyses.signatures import Signature
+from tareador.taskgraph.metrics import critical_path_length, schedule_edges
+from tareador.taskgraph.model import RAW, WAR, WAW, Access, TaskCall, TaskTrace
+
+IN, OUT, INOUT = "in", "out", "inout"
+
+
+@dataclass
+class Clause:
+    """One object a task type depends on, and how."""
+
+    target: str  # how the pragma names it: the call's argument expression, the parameter, or the object
+    parameter: str  # the task body's parameter it was passed as ('' if not passed)
+    position: int  # the argument's position from 0, -1 if not passed
+    kind: str  # heap, global, stack
+    example: str  # the object of the first instance, as objects.csv names it
+    mode: str = IN
+    read: tuple[int, int] | None = None  # hull of the bytes read before written, from the pointer
+    written: tuple[int, int] | None = None
+    element: int = 1  # bytes per element of the section (the parameter's pointee when divisible)
+    instances: int = 0
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """Bytes the clause covers: what its mode needs."""
+        ranges = [r for r in (self.read if self.mode != OUT else None, self.written if self.mode != IN else None) if r]
+        return min(r[0] for r in ranges), max(r[1] for r in ranges)
+
+
+@dataclass
+class TypeHints:
+    name: str
+    function: str  # the task body, '' when the task is not a call made right after its marker
+    instances: int
+    clauses: list[Clause] = field(default_factory=list)
+    read_only: list[str] = field(default_factory=list)  # objects read, written by nobody in the region
+    captured: list[str] = field(default_factory=list)  # the creator's locals, read to compute arguments
+
+
+@dataclass
+class Hints:
+    types: list[TypeHints]
+    warnings: list[str]
+    tinf: int  # with renaming (what tareador simulates)
+    tinf_without_renaming: int  # with the WAR/WAW between tasks kept, as OpenMP keeps them
+
+
+def _hull(a: tuple[int, int] | None, b: tuple[int, int] | None) -> tuple[int, int] | None:
+    if a is None or b is None:
+        return a or b
+    return min(a[0], b[0]), max(a[1], b[1])
+
+
+def _shift(r: tuple[int, int] | None, by: int) -> tuple[int, int] | None:
+    return None if r is None else (r[0] - by, r[1] - by)
+
+
+def _instance_accesses(rows: list[Access]) -> dict[str, tuple]:
+    """object -> (read hull, written hull) over the fragments of one instance."""
+    merged: dict[str, tuple] = {}
+    for a in rows:
+        read = (a.read_lo, a.read_hi) if a.read_lo >= 0 else None
+        written = (a.write_lo, a.write_hi) if a.write_lo >= 0 else None
+        old = merged.get(a.object, (None, None))
+        merged[a.object] = (_hull(old[0], read), _hull(old[1], written))
+    return merged
+
+
+def _pointed(args: list[int], sig: Signature, address: int, size: int) -> int:
+    """Position of the first (pointer) argument pointing into [address, address + size), -1 if none."""
+    for n, value in enumerate(args):
+        pointer = not sig.parameters or (n < len(sig.parameters) and sig.parameters[n].pointee_size is not None)
+        if pointer and address <= value < address + size:
+            return n
+    return -1
+
+
+def _clause_names(sig: Signature, position: int, fallback: str) -> tuple[str, str]:
+    """(target, parameter) for an argument position."""
+    parameter = sig.parameters[position].name if position < len(sig.parameters) else ""
+    argument = sig.arguments[position] if position < len(sig.arguments) and len(sig.arguments) == len(
+        sig.parameters) else ""
+    return argument or parameter or fallback, parameter
+
+
+def hints(trace: TaskTrace, accesses: list[Access], calls: list[TaskCall],
+          signatures: dict[tuple[str, int, int], Signature]) -> Hints:
+    """signatures: per (module, function offset, call site offset) of calls.csv."""
+    by_id = {t.id: t for t in trace.tasks}
+    objects = {o.name: o for o in trace.objects}
+    written_in_region = {a.object for a in accesses if a.write_lo >= 0}
+    per_instance: dict[int, list[Access]] = {}
+    for a in accesses:
+        t = by_id.get(a.task)
+        if t is not None and not t.is_main:
+            per_instance.setdefault(t.instance, []).append(a)
+    call_of = {c.task: c for c in calls}
+    types: dict[str, TypeHints] = {}
+    clauses: dict[str, dict[tuple, Clause]] = {}
+    for instance in sorted({t.instance for t in trace.tasks if not t.is_main}):
+        name = by_id[instance].name
+        call = call_of.get(instance)
+        sig = signatures.get((call.module, call.function_offset, call.site_offset)) if call else None
+        sig = sig or Signature(call.function if call else "", (), ())
+        args = [int(v, 16) for v in call.args.split(";")] if call else []
+        if sig.parameters:
+            args = args[:len(sig.parameters)]
+        th = types.setdefault(name, TypeHints(name, sig.function, 0))
+        if th.function != sig.function:
+            th.function = ""
+        th.instances += 1
+        for obj_name, (read, written) in _instance_accesses(per_instance.get(instance, [])).items():
+            o = objects[obj_name]
+            position = _pointed(args, sig, o.address, o.size)
+            if obj_name not in written_in_region and position < 0:
+                if obj_name not in th.read_only:
+                    th.read_only.append(obj_name)
+                continue
+            if o.kind == "stack" and position < 0:
+                if obj_name not in th.captured:
+                    th.captured.append(obj_name)
+                continue
+            offset = args[position] - o.address if position >= 0 else 0
+            key = ("arg", position) if position >= 0 else ("object", obj_name)
+            c = clauses.setdefault(name, {}).get(key)
+            if c is None:
+                target, parameter = _clause_names(sig, position, f"arg{position + 1}") if position >= 0 else (
+                    obj_name, "")
+                pointee = sig.parameters[position].pointee_size if 0 <= position < len(sig.parameters) else None
+                c = Clause(target, parameter, position, o.kind, obj_name, element=pointee or 1)
+                clauses[name][key] = c
+            c.read = _hull(c.read, _shift(read, offset))
+            c.written = _hull(c.written, _shift(written, offset))
+            c.instances += 1
+    for name, th in types.items():
+        for c in clauses.get(name, {}).values():
+            c.mode = INOUT if c.read and c.written else OUT if c.written else IN
+            lo, hi = c.span
+            if c.element > 1 and (lo % c.element or hi % c.element):
+                c.element = 1
+        th.clauses = sorted(clauses.get(name, {}).values(), key=lambda c: (c.position < 0, c.position, c.target))
+    warnings, tinf_kept = _warnings(trace, list(types.values()))
+    return Hints(sorted(types.values(), key=lambda t: t.name), warnings, trace.tinf, tinf_kept)
+
+
+def _warnings(trace: TaskTrace, types: list[TypeHints]) -> tuple[list[str], int]:
+    warnings = []
+    for th in sorted(types, key=lambda t: t.name):
+        for c in th.clauses:
+            if c.kind == "global" and c.position < 0:
+                warnings.append(f"{th.name}: global {c.target} is accessed ({c.mode}) but not passed to the task: "
+                                f"the clause names it directly; pass it as an argument to make the dependence visible")
+    by_id = {t.id: t for t in trace.tasks}
+    ordered = nx.DiGraph(list(schedule_edges(trace.tasks, trace.deps)))
+    reach: dict[int, set[int]] = {}
+
+    def unordered(d) -> bool:
+        if d.src not in reach:
+            reach[d.src] = nx.descendants(ordered, d.src) if d.src in ordered else set()
+        return d.dst not in reach[d.src]
+
+    between_tasks = [d for d in trace.deps if d.kind in (WAR, WAW) and d.src != d.dst
+                     and not by_id[d.src].is_main and not by_id[d.dst].is_main
+                     and by_id[d.src].instance != by_id[d.dst].instance]
+    kept = [d for d in between_tasks if unordered(d)]
+    races: dict[tuple, int] = {}
+    for d in kept:
+        a, b = by_id[d.src].name, by_id[d.dst].name
+        if d.kind == WAW and a != b:
+            key = (d.object, *sorted((a, b)))
+            races[key] = races.get(key, 0) + 1
+    for (obj, a, b), n in sorted(races.items()):
+        warnings.append(f"{obj} is written by {a} and {b} with nothing ordering them ({n} pair(s)): a race if "
+                        f"taskified without a depend clause on it in both")
+    tinf_kept = trace.tinf
+    if kept:
+        counts = {k: sum(1 for d in kept if d.kind == k) for k in (WAR, WAW)}
+        tinf_kept = critical_path_length(trace.tasks, list(trace.deps) + [replace(d, kind=RAW) for d in kept])
+        warnings.append(f"OpenMP keeps {counts[WAR]} WAR and {counts[WAW]} WAW dependence(s) between tasks that a "
+                        f"renaming runtime (and tareador's prediction) removes: T∞ {trace.tinf} -> {tinf_kept} "
+                        f"instructions, parallelism {trace.t1 / trace.tinf:.2f} -> {trace.t1 / tinf_kept:.2f}")
+    return warnings, tinf_kept
