@@ -39,6 +39,7 @@ class Clause:
     position: int  # the argument's position from 0, -1 if not passed
     kind: str  # heap, global, stack
     example: str  # the object of the first instance, as objects.csv names it
+    size: int  # its size in bytes
     mode: str = IN
     read: tuple[int, int] | None = None  # hull of the bytes read before written, from the pointer
     written: tuple[int, int] | None = None
@@ -152,7 +153,7 @@ def hints(trace: TaskTrace, accesses: list[Access], calls: list[TaskCall],
                 target, parameter = _clause_names(sig, position, f"arg{position + 1}") if position >= 0 else (
                     obj_name, "")
                 pointee = sig.parameters[position].pointee_size if 0 <= position < len(sig.parameters) else None
-                c = Clause(target, parameter, position, o.kind, obj_name, element=pointee or 1)
+                c = Clause(target, parameter, position, o.kind, obj_name, o.size, element=pointee or 1)
                 clauses[name][key] = c
             c.read = _hull(c.read, _shift(read, offset))
             c.written = _hull(c.written, _shift(written, offset))

@@ -1,7 +1,8 @@
 """tareador hints as text: one table per task type, then the pragmas to paste, then warnings.
 
 Sections are written in elements of the parameter's type when the byte range allows it
-(``A[k][k][0:256]``), in bytes otherwise (``((char *) p)[4:8]``); numbers the user names with
+(``A[k][k][0:256]``), in bytes otherwise (``((char *) p)[4:8]``), a whole object not passed by its
+name, ``&x`` covered whole as ``x``; numbers the user names with
 ``--size NAME=VALUE`` are written as NAME, or as a product of two names (``TS*TS``).
 """
 
@@ -29,6 +30,10 @@ def symbolic(n: int, sizes: dict[str, int]) -> str:
 def section(c: Clause, sizes: dict[str, int], separator: str = ":") -> str:
     """The clause's list item: base[first:length] (OmpSs-2: base[first;length])."""
     lo, hi = c.span
+    if c.position < 0 and (lo, hi) == (0, c.size):
+        return c.target
+    if c.target.startswith("&") and c.element > 1 and (lo, hi) == (0, c.element):
+        return c.target[1:].strip()
     if c.element > 1:
         base = c.target if _POSTFIX.match(c.target) else f"({c.target})"
         first, length = lo // c.element, (hi - lo) // c.element

@@ -1,0 +1,139 @@
+"""tareador hints on real binaries: the access summaries the tracer records (accesses.csv,
+calls.csv), the clauses and pragmas derived from them, and the warnings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import EXAMPLES, write_c
+from tareador.cli.hints import load_hints
+from tareador.render.hints import pragmas
+from tareador.tracing.run import trace
+
+TILE = 16 * 16 * 8  # bytes of one TS = 16 tile of doubles
+
+# (task type, [(argument expression, parameter, mode, read-first bytes, written bytes)]), from
+# cholesky.c: every kernel reads the whole tile(s) it is given (potrf, trsm's l and syrk's c only
+# their lower triangle, whose first and last elements are the tile's: hull [0, TILE)), and writes
+# the tile it updates (potrf and syrk: the lower triangle again, hull [0, TILE)), after reading it.
+CHOLESKY = {
+    "potrf": [("A[k][k]", "a", "inout", [0, TILE], [0, TILE])],
+    "trsm": [("A[k][k]", "l", "in", [0, TILE], None), ("A[k][i]", "b", "inout", [0, TILE], [0, TILE])],
+    "gemm": [("A[k][i]", "a", "in", [0, TILE], None), ("A[k][j]", "b", "in", [0, TILE], None),
+             ("A[j][i]", "c", "inout", [0, TILE], [0, TILE])],
+    "syrk": [("A[k][i]", "a", "in", [0, TILE], None), ("A[i][i]", "c", "inout", [0, TILE], [0, TILE])],
+}
+
+
+@pytest.fixture(scope="module")
+def cholesky_hints(compile_c, tmp_path_factory):
+    out = tmp_path_factory.mktemp("chol") / "t"
+    trace([str(compile_c(EXAMPLES / "cholesky" / "cholesky.c")), "3", "16"], out, progress=False)
+    return out
+
+
+def test_cholesky_clauses(cholesky_hints):
+    h = load_hints(str(cholesky_hints))
+    # NT = 3: potrf k = 0..2 (3), trsm (k, i > k): 2 + 1 = 3, syrk (k, i > k): 3, gemm (k, i > j > k): 1.
+    assert {t.name: t.instances for t in h.types} == {"potrf": 3, "trsm": 3, "syrk": 3, "gemm": 1}
+    for t in h.types:
+        got = [(c.target, c.parameter, c.mode, list(c.read) if c.read else None,
+                list(c.written) if c.written else None) for c in t.clauses]
+        assert got == CHOLESKY[t.name], t.name
+        assert t.function == t.name and all(c.element == 8 and c.instances == t.instances for c in t.clauses)
+        # The pointer tables A[k] and the global TS are only read; the loop counters are main's locals.
+        assert "TS" in t.read_only and t.captured == ["stack:main"]
+    # Every WAR/WAW of the Cholesky follows a RAW (each written tile is read first): nothing kept.
+    assert h.warnings == [] and h.tinf == h.tinf_without_renaming
+
+
+def test_cholesky_pragmas_cli(cholesky_hints):
+    out = subprocess.run([sys.executable, "-m", "tareador", "hints", str(cholesky_hints), "--size", "TS=16", "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    types = {t["name"]: t for t in json.loads(out)["types"]}
+    assert types["trsm"]["openmp"] == "#pragma omp task depend(in: A[k][k][0:TS*TS]) depend(inout: A[k][i][0:TS*TS])"
+    assert types["gemm"]["ompss2"] == "#pragma oss task in(A[k][i][0;TS*TS], A[k][j][0;TS*TS]) inout(A[j][i][0;TS*TS])"
+    assert types["potrf"]["openmp"] == "#pragma omp task depend(inout: A[k][k][0:TS*TS])"
+
+
+WARNINGS = r'''
+#include "tareador.h"
+
+int counter;    /* updated by bump, which is not passed it */
+int shared[8];  /* written whole by fill_a and by fill_b, neither reading it first */
+
+static void bump(int by) { counter += by; }
+static void fill_a(int *p) { for (int i = 0; i < 8; i++) p[i] = 1; }
+static void peek(const int *p, int *out) { *out = p[0]; }
+static void fill_b(int *p) { for (int i = 0; i < 8; i++) p[i] = 2; }
+
+int main(void)
+{
+  int seen = 0;
+  tareador_ON();
+  tareador_start_task("bump");
+  bump(1);
+  tareador_end_task("bump");
+  tareador_start_task("bump");
+  bump(2);
+  tareador_end_task("bump");
+  tareador_start_task("fill_a");
+  fill_a(shared);
+  tareador_end_task("fill_a");
+  tareador_start_task("peek");
+  peek(shared, &seen);
+  tareador_end_task("peek");
+  tareador_start_task("fill_b");
+  fill_b(shared);
+  tareador_end_task("fill_b");
+  tareador_OFF();
+  return seen == 1 && counter == 3 ? 0 : 1;
+}
+'''
+
+
+def test_warnings(compile_c, tmp_path):
+    """bump: counter, a global not passed, read then written: inout by name. fill_a and fill_b
+    write all of shared (8 ints = 32 bytes) without reading it: out, and a WAW between them that
+    no RAW orders (peek reads shared[0] after fill_a, but fill_b reads nothing). peek reads
+    shared[0] (in [0, 4)) and writes main's `seen` through its pointer (out). The WAR peek ->
+    fill_b and the WAW fill_a -> fill_b are what renaming removes; kept, fill_b waits for peek."""
+    out = tmp_path / "t"
+    t = trace([str(compile_c(write_c(tmp_path, "warn", WARNINGS)))], out, progress=False)
+    h = load_hints(str(out))
+    assert {th.name: pragmas(th, {})[0] for th in h.types} == {
+        "bump": "#pragma omp task depend(inout: counter)",
+        "fill_a": "#pragma omp task depend(out: shared[0:8])",
+        "fill_b": "#pragma omp task depend(out: shared[0:8])",
+        "peek": "#pragma omp task depend(in: shared[0:1]) depend(out: seen)",
+    }
+    assert h.warnings[:2] == [
+        "bump: global counter is accessed (inout) but not passed to the task: the clause names it directly; "
+        "pass it as an argument to make the dependence visible",
+        "shared is written by fill_a and fill_b with nothing ordering them (1 pair(s)): a race if taskified "
+        "without a depend clause on it in both",
+    ]
+    assert h.warnings[2].startswith("OpenMP keeps 1 WAR and 1 WAW dependence(s) between tasks")
+    # Fragments: main's before fill_a's creation (3), fill_a, peek, fill_b. With renaming the
+    # longest path ends at peek; without, fill_b follows peek.
+    size = {x.id: x.instructions for x in t.tasks}
+    before = size[0] + size[2] + size[4]
+    fill_a, peek, fill_b = (next(x.instructions for x in t.tasks if x.name == n) for n in ("fill_a", "peek", "fill_b"))
+    assert h.tinf == before + fill_a + peek
+    assert h.tinf_without_renaming == before + fill_a + peek + fill_b
+
+
+def test_bad_input(tmp_path, cholesky_hints):
+    bad = subprocess.run([sys.executable, "-m", "tareador", "hints", str(cholesky_hints), "--size", "TS=x"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("tareador: --size 'TS=x': expected NAME=VALUE")
+    old = tmp_path / "old"
+    old.mkdir()
+    for name in ("tasks.csv", "deps.csv", "objects.csv", "summary.json"):
+        (old / name).write_bytes((cholesky_hints / name).read_bytes())
+    missing = subprocess.run([sys.executable, "-m", "tareador", "hints", str(old)], capture_output=True, text=True)
+    assert missing.returncode == 2 and "accesses.csv is missing: trace the program again" in missing.stderr
