@@ -291,7 +291,7 @@ function finish(ending) {
   native.shadow.finish();
   const s = native.shadow;
   const tasks = table(s.tasks, 40), objects = table(s.objects, 40), edges = table(s.edges, 24);
-  const accesses = table(s.accesses, 40), calls = table(s.calls, 72);
+  const accesses = table(s.accesses, 40), calls = table(s.calls, 88);
   const names = [];
   for (let i = 0; i < s.nameCount(); i++) {
     const p = s.name(i);
@@ -314,7 +314,7 @@ function finish(ending) {
   const callView = new DataView(calls.bytes);
   for (let i = 0; i < calls.n; i++)
     for (const at of [8, 16]) {
-      const p = ptr('0x' + callView.getBigUint64(72 * i + at, true).toString(16));
+      const p = ptr('0x' + callView.getBigUint64(88 * i + at, true).toString(16));
       if (!(p.toString() in callSites)) callSites[p.toString()] = describe(p);
     }
   const status = s.status();

@@ -305,7 +305,8 @@ static inline void note_access(uint32_t object, uint64_t lo, uint64_t hi, int is
 uint64_t tr_task_sites[MAX_TASK_SITES + 1];   /* 0-ended */
 static uint32_t task_site_count;
 
-typedef struct { uint32_t fragment, pad; uint64_t site, function, args[6]; } CallRow;
+#define CALL_ARGS 8   /* the 6 integer argument registers, then the first 2 words passed on the stack */
+typedef struct { uint32_t fragment, pad; uint64_t site, function, args[CALL_ARGS]; } CallRow;
 static CallRow *call_rows; static uint64_t call_count, call_capacity;
 
 static void note_task_site(uint64_t return_address) {
@@ -316,7 +317,7 @@ static void note_task_site(uint64_t return_address) {
 
 /* site: the call instruction (a direct call, e8 rel32); only the first call of a task's first
  * fragment counts. */
-void tr_task_call(uint64_t site, const uint64_t args[6]) {
+void tr_task_call(uint64_t site, const uint64_t args[CALL_ARGS]) {
   if (!tr_state.following || !tr_state.depth || tasks[tr_state.current].instance != tr_state.current) return;
   if (call_count && call_rows[call_count - 1].fragment == tr_state.current) return;
   if (call_count == call_capacity) {
@@ -327,7 +328,7 @@ void tr_task_call(uint64_t site, const uint64_t args[6]) {
   CallRow *c = &call_rows[call_count++];
   c->fragment = tr_state.current; c->pad = 0; c->site = site;
   c->function = site + 5 + (uint64_t) (int64_t) *(const int32_t *) (site + 1);
-  for (int k = 0; k < 6; k++) c->args[k] = args[k];
+  for (int k = 0; k < CALL_ARGS; k++) c->args[k] = args[k];
 }
 
 /* Whether accesses to object (a shadow id, 0 = none) are analysed; the program's own code

@@ -252,7 +252,8 @@ static void on_marker (GumCpuContext * cpu, gpointer kind)
  * body, called with its arguments (shadow.c's tr_task_call). */
 static void on_task_call (GumCpuContext * cpu, gpointer site)
 {
-  guint64 args[6] = { cpu->rdi, cpu->rsi, cpu->rdx, cpu->rcx, cpu->r8, cpu->r9 };
+  const guint64 * stack = (const guint64 *) cpu->rsp;
+  guint64 args[8] = { cpu->rdi, cpu->rsi, cpu->rdx, cpu->rcx, cpu->r8, cpu->r9, stack[0], stack[1] };
   tr_task_call (GPOINTER_TO_SIZE (site), args);
 }
 

@@ -45,6 +45,7 @@ class Clause:
     written: tuple[int, int] | None = None
     element: int = 1  # bytes per element of the section (the parameter's pointee when divisible)
     instances: int = 0
+    parts: set = field(default_factory=set)  # the distinct ranges single instances wrote
 
     @property
     def span(self) -> tuple[int, int]:
@@ -92,13 +93,24 @@ def _instance_accesses(rows: list[Access]) -> dict[str, tuple]:
     return merged
 
 
-def _pointed(args: list[int], sig: Signature, address: int, size: int) -> int:
-    """Position of the first (pointer) argument pointing into [address, address + size), -1 if none."""
-    for n, value in enumerate(args):
-        pointer = not sig.parameters or (n < len(sig.parameters) and sig.parameters[n].pointee_size is not None)
-        if pointer and address <= value < address + size:
-            return n
-    return -1
+def _argument_values(args: list[int], sig: Signature) -> dict[int, int]:
+    """Parameter position -> value, for the pointer parameters (DWARF): the integer-class ones take
+    the registers, then the stack words, in order; without DWARF, the 6 registers by position."""
+    if not sig.parameters:
+        return dict(enumerate(args[:6]))
+    values, slot = {}, 0
+    for n, p in enumerate(sig.parameters):
+        if p.floating:
+            continue
+        if p.pointee_size is not None and slot < len(args):
+            values[n] = args[slot]
+        slot += 1
+    return values
+
+
+def _pointed(values: dict[int, int], address: int, size: int) -> int:
+    """Position of the first pointer argument pointing into [address, address + size), -1 if none."""
+    return next((n for n, value in values.items() if address <= value < address + size), -1)
 
 
 def _clause_names(sig: Signature, position: int, fallback: str) -> tuple[str, str]:
@@ -128,16 +140,14 @@ def hints(trace: TaskTrace, accesses: list[Access], calls: list[TaskCall],
         call = call_of.get(instance)
         sig = signatures.get((call.module, call.function_offset, call.site_offset)) if call else None
         sig = sig or Signature(call.function if call else "", (), ())
-        args = [int(v, 16) for v in call.args.split(";")] if call else []
-        if sig.parameters:
-            args = args[:len(sig.parameters)]
+        args = _argument_values([int(v, 16) for v in call.args.split(";")] if call else [], sig)
         th = types.setdefault(name, TypeHints(name, sig.function, 0))
         if th.function != sig.function:
             th.function = ""
         th.instances += 1
         for obj_name, (read, written) in _instance_accesses(per_instance.get(instance, [])).items():
             o = objects[obj_name]
-            position = _pointed(args, sig, o.address, o.size)
+            position = _pointed(args, o.address, o.size)
             if obj_name not in written_in_region and position < 0:
                 if obj_name not in th.read_only:
                     th.read_only.append(obj_name)
@@ -157,6 +167,8 @@ def hints(trace: TaskTrace, accesses: list[Access], calls: list[TaskCall],
                 clauses[name][key] = c
             c.read = _hull(c.read, _shift(read, offset))
             c.written = _hull(c.written, _shift(written, offset))
+            if written:
+                c.parts.add(_shift(written, offset))
             c.instances += 1
     for name, th in types.items():
         for c in clauses.get(name, {}).values():
@@ -176,6 +188,11 @@ def _warnings(trace: TaskTrace, types: list[TypeHints]) -> tuple[list[str], int]
             if c.kind == "global" and c.position < 0:
                 warnings.append(f"{th.name}: global {c.target} is accessed ({c.mode}) but not passed to the task: "
                                 f"the clause names it directly; pass it as an argument to make the dependence visible")
+        for c in th.clauses:
+            if len(c.parts) > 1:
+                warnings.append(f"{th.name}: its instances write {len(c.parts)} different parts of {c.target}: the "
+                                f"merged clause covers them all, so OpenMP runs the instances one after another; "
+                                f"if the parts are independent, give each instance its own list item")
     by_id = {t.id: t for t in trace.tasks}
     ordered = nx.DiGraph(list(schedule_edges(trace.tasks, trace.deps)))
     reach: dict[int, set[int]] = {}

@@ -22,6 +22,7 @@ _ATTRIBUTE = re.compile(r"^\s*<[0-9a-f]+>\s+(DW_AT_\w+)\s*: (.*)$")
 class Parameter:
     name: str
     pointee_size: int | None  # bytes of what it points to; None: not a pointer; 1 for void *
+    floating: bool  # passed in an xmm register, not in the integer ones calls.csv records
 
 
 @dataclass(frozen=True)
@@ -87,16 +88,22 @@ def _pointee_size(entries: dict[int, dict], type_ref: int | None) -> int | None:
     return 1
 
 
+def _is_floating(entries: dict[int, dict], type_ref: int | None) -> bool:
+    entry, seen = (entries.get(type_ref) if type_ref is not None else None), 0
+    while entry and entry["tag"] in ("DW_TAG_const_type", "DW_TAG_volatile_type", "DW_TAG_typedef") and seen < 16:
+        entry, seen = entries.get(_reference(entry["attrs"].get("DW_AT_type"))), seen + 1
+    return bool(entry) and entry["tag"] == "DW_TAG_base_type" and "float" in entry["attrs"].get("DW_AT_encoding", "")
+
+
 def parameters(module: str, function_offset: int) -> tuple[Parameter, ...]:
     """The formal parameters of the function starting at function_offset (its DW_AT_low_pc)."""
     entries = _dwarf(module)
     for entry in entries.values():
         low = entry["attrs"].get("DW_AT_low_pc")
         if entry["tag"] == "DW_TAG_subprogram" and low and int(low, 16) == function_offset:
-            return tuple(Parameter(entries[c]["attrs"].get("DW_AT_name", f"arg{n + 1}"),
-                                   _pointee_size(entries, _reference(entries[c]["attrs"].get("DW_AT_type"))))
-                         for n, c in enumerate(c for c in entry["children"]
-                                               if entries[c]["tag"] == "DW_TAG_formal_parameter"))
+            formal = [entries[c]["attrs"] for c in entry["children"] if entries[c]["tag"] == "DW_TAG_formal_parameter"]
+            return tuple(Parameter(a.get("DW_AT_name", f"arg{n + 1}"), _pointee_size(entries, _reference(a.get("DW_AT_type"))),
+                                   _is_floating(entries, _reference(a.get("DW_AT_type")))) for n, a in enumerate(formal))
     return ()
 
 

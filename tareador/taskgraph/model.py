@@ -93,7 +93,7 @@ class TaskCall:
     module: str  # path of the file holding the function and the call
     function_offset: int  # from the module's start
     site_offset: int  # the call instruction
-    args: str  # the six integer argument registers (rdi, rsi, rdx, rcx, r8, r9), hex, ';'-separated
+    args: str  # rdi, rsi, rdx, rcx, r8, r9 and the first 2 stack words (integer arguments 7, 8), hex, ';'-separated
 
 
 @dataclass(frozen=True)
