@@ -25,16 +25,17 @@ from pathlib import Path
 
 from tareador.tracing import toolchain
 from tareador.tracing.run import trace
+from trace_overhead import output_discarded
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 # Problem sizes with tasks of a few milliseconds, so that the runtime's cost per task (a few
 # microseconds in libgomp) is small beside them; the traced run takes seconds.
-SIZES = {"cholesky": ["6", "128"], "heat": ["1024", "256", "4"]}
+SIZES = {"cholesky": ["8", "192"], "heat": ["1024", "256", "4"]}
 POLICIES = ("cp", "fifo", "bf")
 
 
-def build(source: Path, out: Path, extra: list[str]) -> Path:
-    subprocess.run(["cc", "-O2", "-g", *extra, str(source), "-o", str(out), "-lm"], check=True)
+def build(source: Path, out: Path, flags: list[str], libs: list[str]) -> Path:
+    subprocess.run(["cc", "-O2", "-g", *flags, str(source), "-o", str(out), *libs, "-lm"], check=True)
     return out
 
 
@@ -56,13 +57,14 @@ def measured(exe: Path, args: list[str], threads: int, repeat: int) -> float:
 
 def compare(name: str, tmp: Path, repeat: int) -> list[str]:
     args = SIZES[name]
-    traced_exe = build(EXAMPLES / name / f"{name}.c", tmp / name,
-                       [*shlex.split(toolchain.cflags()), *shlex.split(toolchain.libs())])
-    omp_exe = build(EXAMPLES / f"{name}_omp" / f"{name}_omp.c", tmp / f"{name}_omp", ["-fopenmp"])
+    traced_exe = build(EXAMPLES / name / f"{name}.c", tmp / name, shlex.split(toolchain.cflags()),
+                       shlex.split(toolchain.libs()))
+    omp_exe = build(EXAMPLES / f"{name}_omp" / f"{name}_omp.c", tmp / f"{name}_omp", ["-fopenmp"], [])
     load_before = os.getloadavg()[0]
     one, two = measured(omp_exe, args, 1, repeat), measured(omp_exe, args, 2, repeat)
     real = one / two
-    trace([str(traced_exe), *args], tmp / f"{name}.tareador", progress=False)
+    with output_discarded():
+        trace([str(traced_exe), *args], tmp / f"{name}.tareador", progress=False)
     rows = [f"| {name} {' '.join(args)} | measured (OpenMP, best of {repeat}: {one * 1e3:.1f} ms on 1 thread, "
             f"{two * 1e3:.1f} ms on 2) | {real:.2f} | | {load_before:.1f} |"]
     for policy in POLICIES:

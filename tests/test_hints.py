@@ -137,3 +137,47 @@ def test_bad_input(tmp_path, cholesky_hints):
         (old / name).write_bytes((cholesky_hints / name).read_bytes())
     missing = subprocess.run([sys.executable, "-m", "tareador", "hints", str(old)], capture_output=True, text=True)
     assert missing.returncode == 2 and "accesses.csv is missing: trace the program again" in missing.stderr
+
+
+def checked_in_pragmas(source) -> dict[str, str]:
+    """Task body -> the `#pragma omp task` line right above its call, in an OpenMP example."""
+    lines = [line.strip() for line in source.read_text().splitlines()]
+    return {lines[n + 1].split("(")[0]: line for n, line in enumerate(lines) if line.startswith("#pragma omp task ")}
+
+
+def kernels(source, first: str, last: str) -> str:
+    """The source text from the line starting `first` to the one before `last`: the kernels."""
+    text = source.read_text()
+    return text[text.index(first):text.index(last)]
+
+
+@pytest.mark.parametrize("name, args, sizes, first, last", [
+    ("cholesky", ["3", "16"], {"TS": 16}, "static double *alloc_tile", "int main("),
+    ("heat", ["64", "16", "2"], {"n": 64}, "static double *alloc_grid", "int main("),
+])
+def test_openmp_examples_use_the_generated_pragmas(compile_c, tmp_path, name, args, sizes, first, last):
+    """examples/<name>_omp/<name>_omp.c: the pragmas are those hints prints for a trace of
+    examples/<name>/<name>.c, and the kernels (everything before main) are the same text, so the
+    OpenMP version does the work that was traced. Built with -fopenmp, it runs right on 2 threads."""
+    traced, omp = EXAMPLES / name / f"{name}.c", EXAMPLES / f"{name}_omp" / f"{name}_omp.c"
+    trace([str(compile_c(traced)), *args], tmp_path / "t", progress=False)
+    h = load_hints(str(tmp_path / "t"))
+    assert checked_in_pragmas(omp) == {th.function: pragmas(th, sizes)[0] for th in h.types}
+    assert kernels(omp, first, last) == kernels(traced, first, last)
+    exe = tmp_path / f"{name}_omp"
+    subprocess.run(["cc", "-O2", "-fopenmp", str(omp), "-o", str(exe), "-lm"], check=True)
+    run = subprocess.run([str(exe), *args], capture_output=True, text=True, env={"OMP_NUM_THREADS": "2"})
+    assert run.returncode == 0 and "threads=2" in run.stdout and "check=ok" in run.stdout
+
+
+def test_heat_warnings(compile_c, tmp_path):
+    """heat 64 16 2: 4 x 4 blocks, so jacobi_block's instances write 16 different blocks of `new`
+    (the same 16 in both iterations, the grids having swapped); main sums residual[] after the
+    residual_block tasks of each of the 2 iterations."""
+    trace([str(compile_c(EXAMPLES / "heat" / "heat.c")), "64", "16", "2"], tmp_path / "t", progress=False)
+    assert load_hints(str(tmp_path / "t")).warnings == [
+        "jacobi_block: its instances write 16 different parts of new: the merged clause covers them all, so OpenMP "
+        "runs the instances one after another; if the parts are independent, give each instance its own list item",
+        "the program's own code reads heap:heat.c:78#0 after tasks wrote it, at 2 place(s): put a #pragma omp "
+        "taskwait (OmpSs-2: #pragma oss taskwait) before each",
+    ]

@@ -202,6 +202,13 @@ def _warnings(trace: TaskTrace, types: list[TypeHints]) -> tuple[list[str], int]
             reach[d.src] = nx.descendants(ordered, d.src) if d.src in ordered else set()
         return d.dst not in reach[d.src]
 
+    waits: dict[str, set[int]] = {}
+    for d in trace.deps:
+        if d.kind == RAW and by_id[d.dst].is_main and not by_id[d.src].is_main:
+            waits.setdefault(d.object, set()).add(d.dst)
+    for obj, fragments in sorted(waits.items()):
+        warnings.append(f"the program's own code reads {obj} after tasks wrote it, at {len(fragments)} place(s): "
+                        f"put a #pragma omp taskwait (OmpSs-2: #pragma oss taskwait) before each")
     between_tasks = [d for d in trace.deps if d.kind in (WAR, WAW) and d.src != d.dst
                      and not by_id[d.src].is_main and not by_id[d.dst].is_main
                      and by_id[d.src].instance != by_id[d.dst].instance]
