@@ -30,7 +30,7 @@ from trace_overhead import output_discarded
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 # Problem sizes with tasks of a few milliseconds, so that the runtime's cost per task (a few
 # microseconds in libgomp) is small beside them; the traced run takes seconds.
-SIZES = {"cholesky": ["8", "192"], "heat": ["1024", "256", "4"]}
+SIZES = {"cholesky": ["8", "192"], "heat": ["2048", "512", "10"]}
 POLICIES = ("cp", "fifo", "bf")
 
 

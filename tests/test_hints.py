@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from conftest import EXAMPLES, write_c
-from tareador.cli.hints import load_hints
+from tareador import hints as load_hints
 from tareador.render.hints import pragmas
 from tareador.tracing.run import trace
 

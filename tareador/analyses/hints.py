@@ -20,12 +20,14 @@ wrote and a later one read count as read before written (inout where out would d
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import networkx as nx
 
-from tareador.analyses.signatures import Signature
+from tareador.analyses.signatures import Signature, signature
 from tareador.taskgraph.metrics import critical_path_length, schedule_edges
 from tareador.taskgraph.model import RAW, WAR, WAW, Access, TaskCall, TaskTrace
+from tareador.taskgraph.store import load_trace, read_table
 
 IN, OUT, INOUT = "in", "out", "inout"
 
@@ -230,3 +232,14 @@ def _warnings(trace: TaskTrace, types: list[TypeHints]) -> tuple[list[str], int]
                         f"renaming runtime (and tareador's prediction) removes: T∞ {trace.tinf} -> {tinf_kept} "
                         f"instructions, parallelism {trace.t1 / trace.tinf:.2f} -> {trace.t1 / tinf_kept:.2f}")
     return warnings, tinf_kept
+
+
+def load_hints(trace_dir: str | Path) -> Hints:
+    """The hints of a trace directory: ``tareador.hints(DIR)``, what ``tareador hints`` prints."""
+    trace = load_trace(trace_dir)
+    remedy = "trace the program again with this version of tareador (older traces have no access summaries)"
+    accesses = read_table(Path(trace_dir) / "accesses.csv", Access, remedy)
+    calls = read_table(Path(trace_dir) / "calls.csv", TaskCall, remedy)
+    sites = {(c.module, c.function_offset, c.site_offset): c for c in calls}
+    return hints(trace, accesses, calls, {key: signature(c.module, c.function, c.function_offset, c.site_offset)
+                                          for key, c in sites.items()})

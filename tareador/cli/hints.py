@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 
 def register(subparsers) -> None:
@@ -34,24 +33,8 @@ def size_names(items: list[str]) -> dict[str, int]:
     return sizes
 
 
-def load_hints(trace_dir: str):
-    """The hints of a trace directory (the Python API behind the command)."""
-    from tareador.analyses.hints import hints
-    from tareador.analyses.signatures import signature
-    from tareador.taskgraph.model import Access, TaskCall
-    from tareador.taskgraph.store import load_trace, read_table
-
-    trace = load_trace(trace_dir)
-    remedy = "trace the program again with this version of tareador (older traces have no access summaries)"
-    accesses = read_table(Path(trace_dir) / "accesses.csv", Access, remedy)
-    calls = read_table(Path(trace_dir) / "calls.csv", TaskCall, remedy)
-    signatures = {(c.module, c.function_offset, c.site_offset): None for c in calls}
-    for key, c in {(c.module, c.function_offset, c.site_offset): c for c in calls}.items():
-        signatures[key] = signature(c.module, c.function, c.function_offset, c.site_offset)
-    return hints(trace, accesses, calls, signatures)
-
-
 def run(args) -> int:
+    from tareador.analyses.hints import load_hints
     from tareador.cli.main import UserError
     from tareador.render.hints import format_hints, hints_json
 
