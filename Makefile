@@ -32,6 +32,7 @@ demo: examples
 	tareador graph $(DEMO)
 	tareador simulate $(DEMO) --cores 1,2,4,8,16,inf --plot --prv --chrome --csv --dim
 	tareador whatif $(DEMO) --factors 2,inf --cores 1,4,16,inf --plot
+	tareador hints $(DEMO) --size TS=32
 
 test: deps
 	$(PYTHON) -m pytest -q
@@ -39,6 +40,7 @@ test: deps
 benchmark: deps
 	$(PYTHON) benchmarks/trace_overhead.py
 	$(PYTHON) benchmarks/replay_scale.py
+	$(PYTHON) benchmarks/predict_vs_real.py
 
 clean:
 	$(MAKE) -C examples clean
