@@ -181,3 +181,41 @@ def test_heat_warnings(compile_c, tmp_path):
         "the program's own code reads heap:heat.c:78#0 after tasks wrote it, at 2 place(s): put a #pragma omp "
         "taskwait (OmpSs-2: #pragma oss taskwait) before each",
     ]
+
+
+INLINE = r'''
+#include <stdlib.h>
+#include "tareador.h"
+
+int main(void)
+{
+  int *buf = malloc(4 * sizeof(int));
+  tareador_ON();
+  tareador_start_task("fill");
+  for (int i = 0; i < 4; i++) buf[i] = i;
+  tareador_end_task("fill");
+  tareador_start_task("sum");
+  int s = buf[1] + buf[2];
+  tareador_end_task("sum");
+  tareador_OFF();
+  free(buf);
+  return s == 3 ? 0 : 1;
+}
+'''
+
+
+def test_task_without_a_call_names_objects(compile_c, tmp_path):
+    """Task bodies written inline after their markers: no call to take arguments from, so the
+    heap block malloc'ed at line 7 is named as objects.csv names it (the first call after sum's
+    start marker is its end marker: not a body). fill writes its 4 ints
+    (bytes [0, 16)): out; sum reads buf[1] and buf[2] (bytes [4, 12)): in."""
+    trace([str(compile_c(write_c(tmp_path, "inline", INLINE)))], tmp_path / "t", progress=False)
+    h = load_hints(str(tmp_path / "t"))
+    assert {th.name: (th.function, pragmas(th, {})[0]) for th in h.types} == {
+        "fill": ("", "#pragma omp task depend(out: heap:inline.c:7#0)"),
+        "sum": ("", "#pragma omp task depend(in: ((char *) &heap:inline.c:7#0)[4:8])"),
+    }
+    assert h.warnings == [
+        f"{name}: heap:inline.c:7#0 reach the task through no argument and have no name in the program: its pragmas "
+        f"name them as objects.csv does; make the task a call of a function that is passed them, right after its marker"
+        for name in ("fill", "sum")]

@@ -190,6 +190,11 @@ def _warnings(trace: TaskTrace, types: list[TypeHints]) -> tuple[list[str], int]
             if c.kind == "global" and c.position < 0:
                 warnings.append(f"{th.name}: global {c.target} is accessed ({c.mode}) but not passed to the task: "
                                 f"the clause names it directly; pass it as an argument to make the dependence visible")
+        unnamed = [c.target for c in th.clauses if c.position < 0 and c.kind != "global"]
+        if unnamed:
+            warnings.append(f"{th.name}: {', '.join(unnamed)} reach the task through no argument and have no name in "
+                            f"the program: its pragmas name them as objects.csv does; make the task a call of a "
+                            f"function that is passed them, right after its marker")
         for c in th.clauses:
             if len(c.parts) > 1:
                 warnings.append(f"{th.name}: its instances write {len(c.parts)} different parts of {c.target}: the "
