@@ -7,8 +7,9 @@ The traced program (examples/<name>/<name>.c, with tareador markers) and its Ope
 (examples/<name>_omp/<name>_omp.c, the markers replaced by the pragmas `tareador hints` gives)
 run the same kernels on the same problem, both built with -O2. The OpenMP version prints the
 wall time of its task region; each thread count runs R times and the fastest counts (the machine
-is shared: the slower runs measure the neighbours; idle OpenMP threads sleep rather than spin). Prints a Markdown table for README.md, with
-the load average, which says whether the machine was quiet.
+is shared: the slower runs measure the neighbours; idle OpenMP threads sleep rather than spin).
+Prints a Markdown table for README.md, with the load average, which says whether the machine was
+quiet.
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ def measured(exe: Path, args: list[str], repeat: int) -> tuple[float, float]:
     best = {1: float("inf"), 2: float("inf")}
     for _ in range(repeat):
         for threads in best:
-            out = subprocess.run([str(exe), *args], capture_output=True, text=True, check=True,
-                                 env={**os.environ, "OMP_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "passive"}).stdout
+            env = {**os.environ, "OMP_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "passive"}
+            out = subprocess.run([str(exe), *args], capture_output=True, text=True, check=True, env=env).stdout
             best[threads] = min(best[threads], float(re.search(r"seconds=([0-9.]+)", out).group(1)))
     return best[1], best[2]
 

@@ -850,8 +850,8 @@ static void register_frames(uint64_t sp, uint64_t rbp) {
 void tr_marker(uint32_t kind, uint64_t argument, uint64_t sp, uint64_t return_address, uint64_t rbp) {
   tr_flush();
   /* A task whose body is inline code: the first call after its start marker is a marker's. */
-  if (call_count && call_rows[call_count - 1].fragment == tr_state.current && call_rows[call_count - 1].site + 5 == return_address)
-    call_count--;
+  CallRow *last_call = call_count ? &call_rows[call_count - 1] : NULL;
+  if (last_call && last_call->fragment == tr_state.current && last_call->site + 5 == return_address) call_count--;
   switch (kind) {
   case MARK_ON:
     if (tr_state.following) break;

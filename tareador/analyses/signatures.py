@@ -68,31 +68,27 @@ def _reference(text: str | None) -> int | None:
     return int(m.group(1), 16) if m else None
 
 
-def _pointee_size(entries: dict[int, dict], type_ref: int | None) -> int | None:
-    """Size of what a parameter of this type points to, through const/volatile/typedef."""
-    seen = 0
+_QUALIFIERS = ("DW_TAG_const_type", "DW_TAG_volatile_type", "DW_TAG_typedef", "DW_TAG_restrict_type")
+
+
+def _unqualified(entries: dict[int, dict], type_ref: int | None) -> dict | None:
+    """The type entry behind const/volatile/restrict/typedef; None for void or unknown."""
     entry = entries.get(type_ref) if type_ref is not None else None
-    while entry and entry["tag"] in ("DW_TAG_const_type", "DW_TAG_volatile_type", "DW_TAG_typedef",
-                                     "DW_TAG_restrict_type") and seen < 16:
-        entry, seen = entries.get(_reference(entry["attrs"].get("DW_AT_type"))), seen + 1
-    if not entry or entry["tag"] != "DW_TAG_pointer_type":
-        return None
-    target = _reference(entry["attrs"].get("DW_AT_type"))
-    while target is not None and seen < 32:
-        t = entries.get(target)
-        if t is None:
-            return 1
-        if "DW_AT_byte_size" in t["attrs"]:
-            return int(t["attrs"]["DW_AT_byte_size"], 0)
-        target, seen = _reference(t["attrs"].get("DW_AT_type")), seen + 1
-    return 1
+    for _ in range(16):
+        if not entry or entry["tag"] not in _QUALIFIERS:
+            break
+        entry = entries.get(_reference(entry["attrs"].get("DW_AT_type")))
+    return entry
 
 
-def _is_floating(entries: dict[int, dict], type_ref: int | None) -> bool:
-    entry, seen = (entries.get(type_ref) if type_ref is not None else None), 0
-    while entry and entry["tag"] in ("DW_TAG_const_type", "DW_TAG_volatile_type", "DW_TAG_typedef") and seen < 16:
-        entry, seen = entries.get(_reference(entry["attrs"].get("DW_AT_type"))), seen + 1
-    return bool(entry) and entry["tag"] == "DW_TAG_base_type" and "float" in entry["attrs"].get("DW_AT_encoding", "")
+def _parameter(entries: dict[int, dict], attrs: dict, n: int) -> Parameter:
+    t = _unqualified(entries, _reference(attrs.get("DW_AT_type")))
+    pointee_size = None
+    if t and t["tag"] == "DW_TAG_pointer_type":
+        pointee = _unqualified(entries, _reference(t["attrs"].get("DW_AT_type")))
+        pointee_size = int(pointee["attrs"].get("DW_AT_byte_size", "1"), 0) if pointee else 1
+    floating = bool(t) and t["tag"] == "DW_TAG_base_type" and "float" in t["attrs"].get("DW_AT_encoding", "")
+    return Parameter(attrs.get("DW_AT_name", f"arg{n + 1}"), pointee_size, floating)
 
 
 def parameters(module: str, function_offset: int) -> tuple[Parameter, ...]:
@@ -102,8 +98,7 @@ def parameters(module: str, function_offset: int) -> tuple[Parameter, ...]:
         low = entry["attrs"].get("DW_AT_low_pc")
         if entry["tag"] == "DW_TAG_subprogram" and low and int(low, 16) == function_offset:
             formal = [entries[c]["attrs"] for c in entry["children"] if entries[c]["tag"] == "DW_TAG_formal_parameter"]
-            return tuple(Parameter(a.get("DW_AT_name", f"arg{n + 1}"), _pointee_size(entries, _reference(a.get("DW_AT_type"))),
-                                   _is_floating(entries, _reference(a.get("DW_AT_type")))) for n, a in enumerate(formal))
+            return tuple(_parameter(entries, attrs, n) for n, attrs in enumerate(formal))
     return ()
 
 
