@@ -219,3 +219,21 @@ def test_task_without_a_call_names_objects(compile_c, tmp_path):
         f"{name}: heap:inline.c:7#0 reach the task through no argument and have no name in the program: its pragmas "
         f"name them as objects.csv does; make the task a call of a function that is passed them, right after its marker"
         for name in ("fill", "sum")]
+
+
+def test_sections_and_call_arguments(tmp_path):
+    """Unit checks of the text: sizes named by --size, sections in elements or bytes, and the
+    argument expressions of a call spread over two lines."""
+    from tareador.analyses.hints import Clause
+    from tareador.analyses.signatures import _split_arguments
+    from tareador.render.hints import section, symbolic
+
+    assert [symbolic(n, {"TS": 16, "N": 3}) for n in (16, 256, 48, 9, 5)] == ["TS", "TS*TS", "TS*N", "N*N", "5"]
+    tile = Clause("A[k][k]", "a", 0, "heap", "heap:x#0", 2048, "inout", (0, 2048), (0, 2048), element=8)
+    assert section(tile, {"TS": 16}) == "A[k][k][0:TS*TS]" and section(tile, {}, ";") == "A[k][k][0;256]"
+    bytes_of = Clause("p + 1", "p", 0, "heap", "heap:x#0", 64, "in", (4, 12), None, element=1)
+    assert section(bytes_of, {}) == "((char *) (p + 1))[4:8]"
+    offset = Clause("p + 1", "p", 0, "heap", "heap:x#0", 64, "in", (8, 24), None, element=8)
+    assert section(offset, {}) == "(p + 1)[1:2]"
+    assert _split_arguments("  f(a[g(i, j)],\n    &b[k], (c + 1) * 2); // f(x)", "f") == ("a[g(i, j)]", "&b[k]",
+                                                                                    "(c + 1) * 2")

@@ -111,14 +111,8 @@ def _source_line(module: str, offset: int) -> tuple[Path, int] | None:
     return (Path(file), int(line)) if file != "??" and line.isdigit() and Path(file).is_file() else None
 
 
-def call_arguments(module: str, site_offset: int, function: str) -> tuple[str, ...]:
-    """The argument expressions of the call of function written at the call site's line (and
-    the lines after it, for a call spread over several): split at the top-level commas."""
-    where = _source_line(module, site_offset)
-    if where is None:
-        return ()
-    lines = where[0].read_text(errors="replace").splitlines()
-    text = " ".join(lines[where[1] - 1:where[1] + 4])
+def _split_arguments(text: str, function: str) -> tuple[str, ...]:
+    """The arguments of the first call of function in text, split at its top-level commas."""
     m = re.search(rf"\b{re.escape(function)}\s*\(", text)
     if not m:
         return ()
@@ -128,8 +122,7 @@ def call_arguments(module: str, site_offset: int, function: str) -> tuple[str, .
             depth += 1
         elif ch in ")]}":
             if depth == 0:
-                args.append(current.strip())
-                return tuple(a for a in args if a)
+                return tuple(a for a in (*args, current.strip()) if a)
             depth -= 1
         if ch == "," and depth == 0:
             args.append(current.strip())
@@ -137,6 +130,16 @@ def call_arguments(module: str, site_offset: int, function: str) -> tuple[str, .
         else:
             current += ch
     return ()
+
+
+def call_arguments(module: str, site_offset: int, function: str) -> tuple[str, ...]:
+    """The argument expressions of the call of function written at the call site's line (and
+    the lines after it, for a call spread over several)."""
+    where = _source_line(module, site_offset)
+    if where is None:
+        return ()
+    lines = where[0].read_text(errors="replace").splitlines()
+    return _split_arguments(" ".join(lines[where[1] - 1:where[1] + 4]), function)
 
 
 def signature(module: str, function: str, function_offset: int, site_offset: int) -> Signature:

@@ -34,11 +34,11 @@ def section(c: Clause, sizes: dict[str, int], separator: str = ":") -> str:
         return c.target
     if c.target.startswith("&") and c.element > 1 and (lo, hi) == (0, c.element):
         return c.target[1:].strip()
+    operand = c.target if _POSTFIX.match(c.target) else f"({c.target})"
     if c.element > 1:
-        base = c.target if _POSTFIX.match(c.target) else f"({c.target})"
-        first, length = lo // c.element, (hi - lo) // c.element
+        base, first, length = operand, lo // c.element, (hi - lo) // c.element
     else:
-        pointer = c.target if c.position >= 0 else f"&{c.target}"
+        pointer = operand if c.position >= 0 else f"&{operand}"
         base, first, length = f"((char *) {pointer})", lo, hi - lo
     return f"{base}[{symbolic(first, sizes)}{separator}{symbolic(length, sizes)}]"
 
