@@ -34,7 +34,7 @@ def section(c: Clause, sizes: dict[str, int], separator: str = ":") -> str:
         return c.target
     if c.target.startswith("&") and c.element > 1 and (lo, hi) == (0, c.element):
         return c.target[1:].strip()
-    operand = c.target if _POSTFIX.match(c.target) else f"({c.target})"
+    operand = c.target if c.position < 0 or _POSTFIX.match(c.target) else f"({c.target})"
     if c.element > 1:
         base, first, length = operand, lo // c.element, (hi - lo) // c.element
     else:
