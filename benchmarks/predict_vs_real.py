@@ -7,8 +7,7 @@ The traced program (examples/<name>/<name>.c, with tareador markers) and its Ope
 (examples/<name>_omp/<name>_omp.c, the markers replaced by the pragmas `tareador hints` gives)
 run the same kernels on the same problem, both built with -O2. The OpenMP version prints the
 wall time of its task region; each thread count runs R times and the fastest counts (the machine
-is shared: the slower runs measure the neighbours; idle OpenMP threads sleep rather than spin).
-Prints a Markdown table for README.md, with the load average, which says whether the machine was
+is shared: the slower runs measure the neighbours). Prints a Markdown table for README.md, with the load average, which says whether the machine was
 quiet.
 """
 
@@ -48,12 +47,11 @@ def predicted(trace_dir: Path, policy: str) -> float:
 
 def measured(exe: Path, args: list[str], repeat: int) -> tuple[float, float]:
     """Fastest wall time of the task region on 1 and on 2 threads over repeat runs of each, the
-    two alternating so that both see the same neighbours. Idle threads sleep (passive wait
-    policy): on a shared machine a spinning thread steals the core its partner needs."""
+    two alternating so that both see the same neighbours."""
     best = {1: float("inf"), 2: float("inf")}
     for _ in range(repeat):
         for threads in best:
-            env = {**os.environ, "OMP_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "passive"}
+            env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
             out = subprocess.run([str(exe), *args], capture_output=True, text=True, check=True, env=env).stdout
             best[threads] = min(best[threads], float(re.search(r"seconds=([0-9.]+)", out).group(1)))
     return best[1], best[2]
@@ -80,7 +78,7 @@ def compare(name: str, tmp: Path, repeat: int) -> list[str]:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--example", choices=[*SIZES, "all"], default="all")
-    p.add_argument("--repeat", type=int, default=10, help="runs of each thread count; the fastest counts")
+    p.add_argument("--repeat", type=int, default=15, help="runs of each thread count; the fastest counts")
     args = p.parse_args()
     names = list(SIZES) if args.example == "all" else [args.example]
     print("| program | speedup on 2 cores | value | vs measured | load average |")
