@@ -47,8 +47,9 @@ def test_cholesky_clauses(cholesky_hints):
         assert t.function == t.name and all(c.element == 8 and c.instances == t.instances for c in t.clauses)
         # The pointer tables A[k] and the global TS are only read; the loop counters are main's locals.
         assert "TS" in t.read_only and t.captured == ["stack:main"]
-    # Every WAR/WAW of the Cholesky follows a RAW (each written tile is read first): nothing kept.
-    assert h.warnings == [] and h.tinf == h.tinf_without_renaming
+    # Every WAR/WAW of the Cholesky follows a RAW (each written tile is read first): nothing kept;
+    # and the pragmas name whole tiles, so OpenMP's dependences are the traced ones.
+    assert h.warnings == [] and h.tinf == h.tinf_without_renaming == h.tinf_pragmas
 
 
 def test_cholesky_pragmas_cli(cholesky_hints):
@@ -125,6 +126,8 @@ def test_warnings(compile_c, tmp_path):
     fill_a, peek, fill_b = (next(x.instructions for x in t.tasks if x.name == n) for n in ("fill_a", "peek", "fill_b"))
     assert h.tinf == before + fill_a + peek
     assert h.tinf_without_renaming == before + fill_a + peek + fill_b
+    # The pragmas give OpenMP the same order: fill_b's out on shared[0] follows fill_a's out and peek's in.
+    assert h.tinf_pragmas == before + fill_a + peek + fill_b
 
 
 def test_bad_input(tmp_path, cholesky_hints):
@@ -174,8 +177,13 @@ def test_heat_warnings(compile_c, tmp_path):
     """heat 64 16 2: 4 x 4 blocks, so jacobi_block's instances write 16 different blocks of `new`
     (the same 16 in both iterations, the grids having swapped); main sums residual[] after the
     residual_block tasks of each of the 2 iterations."""
-    trace([str(compile_c(EXAMPLES / "heat" / "heat.c")), "64", "16", "2"], tmp_path / "t", progress=False)
-    assert load_hints(str(tmp_path / "t")).warnings == [
+    t = trace([str(compile_c(EXAMPLES / "heat" / "heat.c")), "64", "16", "2"], tmp_path / "t", progress=False)
+    h = load_hints(str(tmp_path / "t"))
+    # Under the pragmas every jacobi_block of an iteration follows the previous one (out on new[0]).
+    jacobi = [x.id for x in t.tasks if x.name == "jacobi_block"]
+    edges = {(d.src, d.dst) for d in h.pragma_deps}
+    assert len(jacobi) == 32 and all((a, b) in edges for a, b in zip(jacobi[:16], jacobi[1:16]))
+    assert h.warnings == [
         "jacobi_block: its instances write 16 different parts of new: the merged clause covers them all, so OpenMP "
         "runs the instances one after another; if the parts are independent, give each instance its own list item",
         "the program's own code reads heap:heat.c:78#0 after tasks wrote it, at 2 place(s): put a #pragma omp "

@@ -26,7 +26,7 @@ import networkx as nx
 
 from tareador.analyses.signatures import Signature, signature
 from tareador.taskgraph.metrics import critical_path_length, schedule_edges
-from tareador.taskgraph.model import RAW, WAR, WAW, Access, TaskCall, TaskTrace
+from tareador.taskgraph.model import RAW, WAR, WAW, Access, Dependency, TaskCall, TaskTrace
 from tareador.taskgraph.store import load_trace, read_table
 
 IN, OUT, INOUT = "in", "out", "inout"
@@ -72,6 +72,13 @@ class Hints:
     warnings: list[str]
     tinf: int  # with renaming (what tareador simulates)
     tinf_without_renaming: int  # with the WAR/WAW between tasks kept, as OpenMP keeps them
+    pragma_deps: list[Dependency]  # what OpenMP derives from the pragmas (and main's reads of task results)
+    tinf_pragmas: int  # T∞ under pragma_deps
+
+    def pragma_trace(self, trace: TaskTrace) -> TaskTrace:
+        """trace with the dependences the pragmas give instead of the traced ones: simulate it to
+        predict the OpenMP run of the generated pragmas (``dag_from_trace``)."""
+        return TaskTrace(trace.tasks, self.pragma_deps, trace.objects, trace.summary, trace.path)
 
 
 def _hull(a: tuple[int, int] | None, b: tuple[int, int] | None) -> tuple[int, int] | None:
@@ -137,12 +144,14 @@ def hints(trace: TaskTrace, accesses: list[Access], calls: list[TaskCall],
     call_of = {c.task: c for c in calls}
     types: dict[str, TypeHints] = {}
     clauses: dict[str, dict[tuple, Clause]] = {}
+    instance_args: dict[int, dict[int, int]] = {}
     for instance in sorted({t.instance for t in trace.tasks if not t.is_main}):
         name = by_id[instance].name
         call = call_of.get(instance)
         sig = signatures.get((call.module, call.function_offset, call.site_offset)) if call else None
         sig = sig or Signature(call.function if call else "", (), ())
-        args = _argument_values([int(v, 16) for v in call.args.split(";")] if call else [], sig)
+        args = instance_args[instance] = _argument_values([int(v, 16) for v in call.args.split(";")] if call else [],
+                                                          sig)
         th = types.setdefault(name, TypeHints(name, sig.function, 0))
         if th.function != sig.function:
             th.function = ""
@@ -180,7 +189,35 @@ def hints(trace: TaskTrace, accesses: list[Access], calls: list[TaskCall],
                 c.element = 1
         th.clauses = sorted(clauses.get(name, {}).values(), key=lambda c: (c.position < 0, c.position, c.target))
     warnings, tinf_kept = _warnings(trace, list(types.values()))
-    return Hints(sorted(types.values(), key=lambda t: t.name), warnings, trace.tinf, tinf_kept)
+    deps = _pragma_deps(trace, types, instance_args, objects)
+    return Hints(sorted(types.values(), key=lambda t: t.name), warnings, trace.tinf, tinf_kept, deps,
+                 critical_path_length(trace.tasks, deps))
+
+
+def _pragma_deps(trace: TaskTrace, types: dict[str, TypeHints], instance_args: dict[int, dict[int, int]],
+                 objects: dict) -> list[Dependency]:
+    """The dependences an OpenMP runtime derives from the pragmas, instance by instance in
+    creation order, each list item known by the address it starts at (what libgomp compares): an
+    in follows the last out or inout of its address; an out or inout follows it and every in
+    since. Main's reads of what tasks wrote stay (the taskwaits the hints ask for)."""
+    by_id = {t.id: t for t in trace.tasks}
+    last_fragment = {t.instance: t.id for t in sorted(trace.tasks, key=lambda t: t.id)}
+    deps = [d for d in trace.deps if d.kind == RAW and (by_id[d.src].is_main or by_id[d.dst].is_main)]
+    last_out: dict[int, int] = {}
+    readers: dict[int, list[int]] = {}
+    for instance, args in sorted(instance_args.items()):
+        for c in types[by_id[instance].name].clauses:
+            if c.position >= 0 and c.position not in args:
+                continue
+            address = (args[c.position] if c.position >= 0 else objects[c.example].address) + c.span[0]
+            before = [last_out[address]] if address in last_out else []
+            if c.mode == IN:
+                readers.setdefault(address, []).append(instance)
+            else:
+                before += readers.pop(address, [])
+                last_out[address] = instance
+            deps += [Dependency(last_fragment[b], instance, RAW, c.example, 0) for b in before if b != instance]
+    return deps
 
 
 def _warnings(trace: TaskTrace, types: list[TypeHints]) -> tuple[list[str], int]:

@@ -85,6 +85,8 @@ def format_hints(h: Hints, sizes: dict[str, int]) -> str:
                        f"{', '.join(th.captured)}")
         omp, oss = pragmas(th, sizes)
         out += [f"  {omp}", f"  {oss}", ""]
+    out.append(f"with these pragmas (OpenMP: dependences by list item, no renaming): T∞ {h.tinf_pragmas} "
+               f"instructions; as traced: {h.tinf}")
     if h.warnings:
         out += ["warnings:"] + [f"  - {w}" for w in h.warnings]
     else:
@@ -104,4 +106,5 @@ def hints_json(h: Hints, sizes: dict[str, int]) -> dict:
             "openmp": pragmas(th, sizes)[0], "ompss2": pragmas(th, sizes)[1],
         } for th in h.types],
         "warnings": h.warnings, "tinf": h.tinf, "tinf_without_renaming": h.tinf_without_renaming,
+        "tinf_pragmas": h.tinf_pragmas,
     }
