@@ -5,7 +5,7 @@ Usage: python benchmarks/predict_vs_real.py [--example cholesky|heat|all] [--rep
 
 The traced program (examples/<name>/<name>.c, with tareador markers) and its OpenMP version
 (examples/<name>_omp/<name>_omp.c, the markers replaced by the pragmas `tareador hints` gives)
-run the same kernels on the same problem, both built with -O2. The OpenMP version prints the
+run the same kernels on the same problem, both built with -O2 -fno-inline. The OpenMP version prints the
 wall time of its task region; each thread count runs R times and the fastest counts (the machine
 is shared: the slower runs measure the neighbours). Prints a Markdown table for README.md, with the load average, which says whether the machine was
 quiet.
@@ -37,7 +37,9 @@ POLICIES = ("cp", "fifo", "bf")
 
 
 def build(source: Path, out: Path, flags: list[str], libs: list[str]) -> Path:
-    subprocess.run(["cc", "-O2", "-g", *flags, str(source), "-o", str(out), *libs, "-lm"], check=True)
+    """-fno-inline: each task stays a call of its kernel, as tareador hints needs to name the
+    kernel's parameters (inlined, the tiles are named by object), in both versions alike."""
+    subprocess.run(["cc", "-O2", "-fno-inline", "-g", *flags, str(source), "-o", str(out), *libs, "-lm"], check=True)
     return out
 
 
