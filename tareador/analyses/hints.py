@@ -130,6 +130,30 @@ def _clause_names(sig: Signature, position: int, fallback: str) -> tuple[str, st
     return argument or parameter or fallback, parameter
 
 
+def _merge(th: TypeHints, clauses: dict[tuple, Clause], sig: Signature, args: dict[int, int], o,
+           read: tuple[int, int] | None, written: tuple[int, int] | None, written_in_region: bool) -> None:
+    """One instance's accesses to object o, into its type's clauses (or its read-only and
+    captured lists)."""
+    position = _pointed(args, o.address, o.size)
+    if position < 0 and (not written_in_region or o.kind == "stack"):
+        listed = th.read_only if not written_in_region else th.captured
+        if o.name not in listed:
+            listed.append(o.name)
+        return
+    offset = args[position] - o.address if position >= 0 else 0
+    key = ("arg", position) if position >= 0 else ("object", o.name)
+    c = clauses.get(key)
+    if c is None:
+        target, parameter = _clause_names(sig, position, f"arg{position + 1}") if position >= 0 else (o.name, "")
+        pointee = sig.parameters[position].pointee_size if 0 <= position < len(sig.parameters) else None
+        c = clauses[key] = Clause(target, parameter, position, o.kind, o.name, o.size, element=pointee or 1)
+    c.read = _hull(c.read, _shift(read, offset))
+    c.written = _hull(c.written, _shift(written, offset))
+    if written:
+        c.parts.add(_shift(written, offset))
+    c.instances += 1
+
+
 def hints(trace: TaskTrace, accesses: list[Access], calls: list[TaskCall],
           signatures: dict[tuple[str, int, int], Signature]) -> Hints:
     """signatures: per (module, function offset, call site offset) of calls.csv."""
@@ -157,30 +181,8 @@ def hints(trace: TaskTrace, accesses: list[Access], calls: list[TaskCall],
             th.function = ""
         th.instances += 1
         for obj_name, (read, written) in _instance_accesses(per_instance.get(instance, [])).items():
-            o = objects[obj_name]
-            position = _pointed(args, o.address, o.size)
-            if obj_name not in written_in_region and position < 0:
-                if obj_name not in th.read_only:
-                    th.read_only.append(obj_name)
-                continue
-            if o.kind == "stack" and position < 0:
-                if obj_name not in th.captured:
-                    th.captured.append(obj_name)
-                continue
-            offset = args[position] - o.address if position >= 0 else 0
-            key = ("arg", position) if position >= 0 else ("object", obj_name)
-            c = clauses.setdefault(name, {}).get(key)
-            if c is None:
-                target, parameter = _clause_names(sig, position, f"arg{position + 1}") if position >= 0 else (
-                    obj_name, "")
-                pointee = sig.parameters[position].pointee_size if 0 <= position < len(sig.parameters) else None
-                c = Clause(target, parameter, position, o.kind, obj_name, o.size, element=pointee or 1)
-                clauses[name][key] = c
-            c.read = _hull(c.read, _shift(read, offset))
-            c.written = _hull(c.written, _shift(written, offset))
-            if written:
-                c.parts.add(_shift(written, offset))
-            c.instances += 1
+            _merge(th, clauses.setdefault(name, {}), sig, args, objects[obj_name], read, written,
+                   obj_name in written_in_region)
     for name, th in types.items():
         for c in clauses.get(name, {}).values():
             c.mode = INOUT if c.read and c.written else OUT if c.written else IN
