@@ -245,3 +245,22 @@ def test_sections_and_call_arguments(tmp_path):
     assert section(offset, {}) == "(p + 1)[1:2]"
     assert _split_arguments("  f(a[g(i, j)],\n    &b[k], (c + 1) * 2); // f(x)", "f") == ("a[g(i, j)]", "&b[k]",
                                                                                     "(c + 1) * 2")
+
+
+def test_cholesky_without_debug_information(tmp_path):
+    """Built without -g: no DWARF parameters and no source lines, so objects are named by the
+    register that pointed at them (arg1 = rdi, ...) and sections are in bytes; the kernels are
+    still named by the symbol table. Same tiles and modes as CHOLESKY."""
+    from tareador.tracing import toolchain
+
+    exe = tmp_path / "cholesky"
+    subprocess.run(["cc", "-O0", *toolchain.cflags().split(), str(EXAMPLES / "cholesky" / "cholesky.c"), "-o",
+                    str(exe), *toolchain.libs().split(), "-lm"], check=True)
+    trace([str(exe), "3", "16"], tmp_path / "t", progress=False)
+    h = load_hints(str(tmp_path / "t"))
+    for t in h.types:
+        assert [(c.target, c.parameter, c.mode, c.element) for c in t.clauses] == [
+            (f"arg{n + 1}", "", mode, 1) for n, (_, _, mode, _, _) in enumerate(CHOLESKY[t.name])], t.name
+    trsm = next(t for t in h.types if t.name == "trsm")
+    assert pragmas(trsm, {})[0] == ("#pragma omp task depend(in: ((char *) arg1)[0:2048]) "
+                                    "depend(inout: ((char *) arg2)[0:2048])")
