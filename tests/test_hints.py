@@ -130,6 +130,14 @@ def test_warnings(compile_c, tmp_path):
     assert h.tinf_pragmas == before + fill_a + peek + fill_b
 
 
+def test_trace_without_tasks(compile_c, tmp_path):
+    exe = compile_c(write_c(tmp_path, "notasks", "int main(void) { return 0; }\n"), markers=False)
+    trace([str(exe)], tmp_path / "t", progress=False)
+    run = subprocess.run([sys.executable, "-m", "tareador", "hints", str(tmp_path / "t")], capture_output=True, text=True)
+    assert run.returncode == 2 and run.stderr == (f"tareador: {tmp_path / 't'} has no task instances: mark tasks (or "
+                                                  "use --task-function) and trace again\n")
+
+
 def test_bad_input(tmp_path, cholesky_hints):
     bad = subprocess.run([sys.executable, "-m", "tareador", "hints", str(cholesky_hints), "--size", "TS=x"],
                          capture_output=True, text=True)
