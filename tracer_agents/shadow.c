@@ -252,7 +252,7 @@ static inline void run_add(EdgeRun *run, uint32_t src, uint32_t object, uint32_t
  * access changes the shadow (the first read of a byte since its last write, a write that is not a
  * rewrite), so a loop over the same data pays nothing more; a fragment's rows are contiguous, and
  * object_rows[object] finds the current fragment's row with one compare. Addresses are absolute;
- * Python subtracts the object's start. */
+ * Python subtracts the object's start, and drops the rows of objects still latent at the end. */
 typedef struct {
   uint32_t fragment, object;
   uint64_t read_lo, read_hi, write_lo, write_hi;   /* [lo, hi); lo = UINT64_MAX: none */
@@ -286,9 +286,8 @@ static AccessRow *access_row(uint32_t object) {
 /* Bytes [lo, hi) of object (a shadow id) were read before the running fragment wrote them, or
  * were written by it. */
 static inline void note_access(uint32_t object, uint64_t lo, uint64_t hi, int is_write) {
-  if (objects[object - 1].latent) return;
   AccessRow *a = last_access;
-  if (!a || a->object != object - 1 || a->fragment != tr_state.current) {
+  if (!a || a->object != object - 1) {
     a = access_row(object - 1);
     if (!a) return;
     last_access = a;
@@ -641,6 +640,7 @@ void tr_flush(void) {
   tr_state.accesses += (uint64_t) (end - r);
   tr_state.flushes++;
   EdgeRuns runs = { { 0, 0, DEP_RAW, 0 }, { 0, 0, DEP_WAW, 0 }, { 0, 0, DEP_WAR, 0 } };
+  last_access = NULL;   /* rows are the running fragment's: a flush is one fragment's */
   for (; r < end; r++) {
     uint32_t info = (uint32_t) r->info;
     analyse(r->address, info & ACCESS_SIZE_MASK, (info & ACCESS_WRITE) != 0, (info & ACCESS_PROGRAM) != 0, me, &runs);
