@@ -52,6 +52,18 @@ def test_cholesky_clauses(cholesky_hints):
     assert h.warnings == [] and h.tinf == h.tinf_without_renaming == h.tinf_pragmas
 
 
+def test_cholesky_not_position_independent(tmp_path):
+    """-no-pie: DWARF and line addresses are absolute (0x400000 + offset), found all the same."""
+    from tareador.tracing import toolchain
+
+    exe = tmp_path / "cholesky"
+    subprocess.run(["cc", "-g", "-O0", "-no-pie", *toolchain.cflags().split(), str(EXAMPLES / "cholesky" / "cholesky.c"),
+                    "-o", str(exe), *toolchain.libs().split(), "-lm"], check=True)
+    trace([str(exe), "3", "16"], tmp_path / "t", progress=False)
+    for t in load_hints(str(tmp_path / "t")).types:
+        assert [(c.target, c.parameter, c.mode) for c in t.clauses] == [x[:3] for x in CHOLESKY[t.name]], t.name
+
+
 def test_cholesky_pragmas_cli(cholesky_hints):
     out = subprocess.run([sys.executable, "-m", "tareador", "hints", str(cholesky_hints), "--size", "TS=16", "--json"],
                          capture_output=True, text=True, check=True).stdout

@@ -142,7 +142,22 @@ def call_arguments(module: str, site_offset: int, function: str) -> tuple[str, .
     return _split_arguments(" ".join(lines[where[1] - 1:where[1] + 4]), function)
 
 
+@lru_cache(maxsize=8)
+def _image_base(module: str) -> int:
+    """Where a non-PIE executable (ELF type EXEC) is linked: its DWARF and line addresses are the
+    offsets from the module's start plus this; 0 for PIE executables and libraries."""
+    if not shutil.which("readelf"):
+        return 0
+    out = subprocess.run(["readelf", "-lW", module], capture_output=True, text=True).stdout
+    if "file type is EXEC" not in out:
+        return 0
+    return min((int(f[2], 16) for f in (line.split() for line in out.splitlines()) if f and f[0] == "LOAD"),
+               default=0)
+
+
 def signature(module: str, function: str, function_offset: int, site_offset: int) -> Signature:
     if not module or not Path(module).is_file():
         return Signature(function, (), ())
-    return Signature(function, parameters(module, function_offset), call_arguments(module, site_offset, function))
+    base = _image_base(module)
+    return Signature(function, parameters(module, base + function_offset),
+                     call_arguments(module, base + site_offset, function))
