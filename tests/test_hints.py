@@ -284,3 +284,45 @@ def test_cholesky_without_debug_information(tmp_path):
     trsm = next(t for t in h.types if t.name == "trsm")
     assert pragmas(trsm, {})[0] == ("#pragma omp task depend(in: ((char *) arg1)[0:2048]) "
                                     "depend(inout: ((char *) arg2)[0:2048])")
+
+
+NESTED = r'''
+#include <stdlib.h>
+#include "tareador.h"
+
+static void child(int *p) { p[1] = 2; }
+
+static void parent(int *p)
+{
+  p[0] = 1;
+  tareador_start_task("child");
+  child(p);
+  tareador_end_task("child");
+  p[2] = p[0] + 1;
+}
+
+int main(void)
+{
+  int *buf = malloc(3 * sizeof(int));
+  tareador_ON();
+  tareador_start_task("parent");
+  parent(buf);
+  tareador_end_task("parent");
+  tareador_OFF();
+  int ok = buf[2] == 2;
+  free(buf);
+  return ok ? 0 : 1;
+}
+'''
+
+
+def test_nested_task_reads_what_its_earlier_fragment_wrote(compile_c, tmp_path):
+    """parent is cut into two fragments by child; its second reads p[0], which its first wrote:
+    not read before written by the instance, so parent is out on p[0..2] (bytes [0, 12)), not
+    inout. child writes p[1] (bytes [4, 8))."""
+    trace([str(compile_c(write_c(tmp_path, "nested", NESTED)))], tmp_path / "t", progress=False)
+    h = load_hints(str(tmp_path / "t"))
+    assert {th.name: pragmas(th, {})[0] for th in h.types} == {
+        "parent": "#pragma omp task depend(out: buf[0:3])",
+        "child": "#pragma omp task depend(out: p[1:1])",
+    }

@@ -297,6 +297,12 @@ static inline void note_access(uint32_t object, uint64_t lo, uint64_t hi, int is
   if (hi > range[1]) range[1] = hi;
 }
 
+/* Whether writer w and reader me (shadow ids, +1) are fragments of one instance: what an earlier
+ * fragment of the instance wrote is not read before written by the instance. */
+static inline int same_instance(uint32_t w, uint32_t me) {
+  return w && tasks[w - 1].instance == tasks[me - 1].instance;
+}
+
 /* The call a task instance makes right after its tareador_start_task (the usual `start; f(args);
  * end`): the transform puts a callout on it, in the blocks that begin at a return address of
  * tareador_start_task (tr_task_sites), and tareador hints names the objects by f's parameters. */
@@ -545,7 +551,7 @@ static void analyse_split(SplitGranule *s, uint64_t address, uint64_t off, uint6
     if (!is_write) {
       if (r == me) continue;
       b->reader = me;
-      if (w != me) note_access(object, address + k, address + k + 1, 0);
+      if (w != me && !same_instance(w, me)) note_access(object, address + k, address + k + 1, 0);
       if (w && w != me) run_add(&runs->raw, w - 1, object - 1, me - 1, 1);
     } else {
       if (w == me && !r) continue;
@@ -595,7 +601,7 @@ static void analyse_in_chunk(ShadowChunk *c, uint64_t base, uint64_t i, uint64_t
         if (r == me) continue;
         if (take == GRANULE) {
           *x = (Granule) { w, me };
-          if (w != me) note_access(object, base + g * GRANULE, base + (g + 1) * GRANULE, 0);
+          if (w != me && !same_instance(w, me)) note_access(object, base + g * GRANULE, base + (g + 1) * GRANULE, 0);
           if (w && w != me) run_add(&runs->raw, w - 1, object - 1, me - 1, GRANULE);
           continue;
         }

@@ -13,8 +13,7 @@ only), nor do the creator's locals a task reads without being passed a pointer t
 values its arguments are computed from: firstprivate in OpenMP).
 
 Limits: a range is the hull of the bytes (one clause per object, as OpenMP wants list items
-identical or disjoint); a task that creates tasks is cut into fragments, and bytes one fragment
-wrote and a later one read count as read before written (inout where out would do).
+identical or disjoint), merged over the instances of a type.
 """
 
 from __future__ import annotations
