@@ -7,6 +7,7 @@ DEBIAN_PACKAGES := gcc make binutils graphviz valgrind
 MPI_PACKAGES := mpich libmpich-dev openmpi-bin libopenmpi-dev
 PIP := $(PYTHON) -m pip install -q --disable-pip-version-check
 DEMO := out/cholesky.tareador
+OVERLAP_DEMO := out/patterns.tareador
 
 # $(call apt_install,PACKAGES,OPTIONS): apt-get install those of PACKAGES that are missing.
 apt_install = missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -32,6 +33,11 @@ demo: examples
 	tareador graph $(DEMO)
 	tareador simulate $(DEMO) --cores 1,2,4,8,16,inf --plot --prv --chrome --csv --dim
 	tareador whatif $(DEMO) --factors 2,inf --cores 1,4,16,inf --plot
+	tareador mpirun -np 2 -o out/jacobi.tareador -- examples/bin/mpich/jacobi
+	tareador simulate out/jacobi.tareador --machine examples/machines/cluster.toml --plot
+	tareador mpirun -np 2 -o $(OVERLAP_DEMO) -- examples/bin/mpich/patterns 256 200 3 copy late
+	tareador patterns $(OVERLAP_DEMO)
+	tareador overlap $(OVERLAP_DEMO) --machine examples/machines/cluster.toml --bandwidth 1,2,4,8,16,32,100,1000
 	tareador hints $(DEMO) --size TS=32
 
 test: deps
@@ -40,6 +46,7 @@ test: deps
 benchmark: deps
 	$(PYTHON) benchmarks/trace_overhead.py
 	$(PYTHON) benchmarks/replay_scale.py
+	$(PYTHON) benchmarks/mpi_overhead.py
 	$(PYTHON) benchmarks/predict_vs_real.py
 
 clean:

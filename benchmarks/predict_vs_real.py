@@ -24,7 +24,8 @@ import tempfile
 from pathlib import Path
 
 import tareador
-from tareador.replay.dag import dag_from_trace, simulate
+from tareador.replay.list_scheduler import simulate
+from tareador.taskgraph.dag import dag_from_trace
 from tareador.tracing import toolchain
 from tareador.tracing.run import trace
 from trace_overhead import output_discarded

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from tareador.formats.dimemas import DimError, read_dim, write_dim
-from tareador.replay.dag import dag_from_trace, write_dim_traces
-from tests.test_replay_dag import make
+from tareador.formats.dimemas import write_dim_traces
+from tareador.taskgraph.dag import dag_from_trace
+from tests.test_list_scheduler import make
 
 BLOCKS = ["1:0:0:1.5\n20:0:0:7003:2\n2:0:0:1:1048576:1:0:0\n2:0:0:1:0:8:9:0:3\n1:0:0:2.5e-3\n",
           "1:1:0:0.0\n3:1:0:0:1048576:1:0:0\n3:1:0:0:0:8:9:0:1\n3:1:0:0:0:8:9:0:2\n1:1:0:12345678901.000000001\n"]
@@ -58,7 +59,8 @@ def corrupt(tmp_path, edit) -> str:
     (lambda d: d.replace(b"1:0:0:1.5", b"1:0:0:x.5"), r"c.dim:2: the CPU burst duration is not a number"),
     (lambda d: d.replace(b"20:0:0:7003:2", b"20:0:0:7003:z"), r"c.dim:3: a field is not an integer"),
     (lambda d: d.replace(b"20:0:0:7003:2", b"20:0:0:700302"), r"c.dim:3: a record of kind 20 has 5 fields, this one 4"),
-    (lambda d: d.replace(b"20:0:0:7003:2", b"10:0:0:7003:2"), r"c.dim:3: collective operations"),
+    (lambda d: d.replace(b"20:0:0:7003:2", b"10:0:0:7003:2"),
+     r"c.dim:3: a record of kind 10 has 9 or 10 fields, this one 5"),
     (lambda d: d.replace(b"20:0:0:7003:2", b"77:0:0:7003:2"), r"c.dim:3: not a record"),
     (lambda d: d.replace(b"1:1:0:0.0", b"1:5:0:0.0"), r"c.dim:7: task or thread id beyond"),
     (lambda d: d.replace(b"3:1:0:0:0:8:9:0:1", b"3:1:0:0:7:8:9:0:1"), r"c.dim:9: partner thread outside"),

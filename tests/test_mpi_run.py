@@ -15,9 +15,10 @@ import tareador
 from tareador.cli.postprocess import postprocess
 from tareador.formats import collectives
 from tareador.formats.dimemas import read_dim
-from tareador.replay.engine import replay
+from tareador.formats.paraver import pcf_value_labels
+from tareador.replay.dimemas_engine import replay
 from tareador.replay.machine import MB, Machine
-from tareador.taskgraph.model import Communicator, MpiCall, TaskInstance, TaskTrace
+from tareador.taskgraph.model import Communicator, Dependency, MpiCall, TaskInstance, TaskTrace
 from tareador.taskgraph.mpi import Message, MpiRun
 from tareador.taskgraph.store import TraceDirError, save, write_table
 
@@ -30,22 +31,24 @@ def call(name, peer=-1, tag=-1, size=0, at=0, completed=None, request="", comm=0
                 completed=at if completed is None else completed, request=request, task=task)
 
 
-def rank_dir(root, rank, size, calls, tasks=None, comms=None, summary=None):
-    """rank-N/ as the tracer writes it; by default one main fragment covering the calls."""
+def rank_dir(root, rank, size, calls, tasks=None, comms=None, summary=None, deps=None):
+    """rank-N/ as the tracer writes it; by default one main fragment covering the calls; ``deps``:
+    RAW dependencies (src, dst) through one heap object."""
     end = max([c["posted"] for c in calls] + [c["completed"] for c in calls] + [0])
     tasks = tasks or [TaskInstance(0, "main", 0, -1, 0, end, end)]
     d = root / f"rank-{rank}"
-    save(TaskTrace(tasks, [], [], {"rank": rank, "size": size, "mpi": "mpich", "partial": False,
+    deps = [Dependency(src, dst, "RAW", "heap:x.c:1#0", 8) for src, dst in deps or []]
+    save(TaskTrace(tasks, deps, [], {"rank": rank, "size": size, "mpi": "mpich", "partial": False,
                                    "ending": "exited with status 0", "warnings": [], **(summary or {})}), d)
     write_table(d / "mpi.csv", MpiCall, [MpiCall(rank, i, **c) for i, c in enumerate(calls)])
     write_table(d / "comms.csv", Communicator, comms or [Communicator(0, size, ";".join(map(str, range(size)))),
                                                   Communicator(1, 1, str(rank))])
 
 
-def make_run(root, ranks, **per_rank):
+def make_run(root, ranks, collectives="dimemas", **per_rank):
     for r, calls in enumerate(ranks):
         rank_dir(root, r, len(ranks), calls, **{k: v[r] for k, v in per_rank.items()})
-    return postprocess(root)
+    return postprocess(root, collectives=collectives)
 
 
 def makespan(run_dir, latency=0.0, bandwidth=0.0):
@@ -89,16 +92,21 @@ def test_ping_pong_replays_to_its_chain(tmp_path):
 
 def test_authentic_dim_records(tmp_path):
     """Bursts between the calls in seconds, task-type events around the fragment, the sends and
-    receives with the real peers, sizes and tags on communicator 0; MPI_Finalize is no record."""
+    receives with the real peers, sizes and tags on communicator 0, each between the events of
+    its MPI function (Extrae's: type 50000001, MPI_Send 1, MPI_Recv 2, 0 after the call), which
+    the .pcf names; MPI_Finalize is no record."""
     make_run(tmp_path, ping_pong(1000, 3000, 500, size=64))
     lines = (tmp_path / "authentic.dim").read_text().splitlines()
     assert lines[0].startswith('#DIMEMAS:"authentic":1,') and lines[0].endswith(":2(1,1),0")
+    send, recv, out = "50000001:1", "50000001:2", "50000001:0"
     assert lines[1:-2] == [
-        "1:0:0:0.000000000", "20:0:0:7003:1", "1:0:0:0.000001000", "2:0:0:1:64:0:0:0", "3:0:0:1:64:0:0:0",
-        "1:0:0:0.000000500", "20:0:0:7003:0",
-        "1:1:0:0.000000000", "20:1:0:7003:1", "3:1:0:0:64:0:0:0", "1:1:0:0.000003000", "2:1:0:0:64:0:0:0",
-        "20:1:0:7003:0"]
-    assert (tmp_path / "authentic.pcf").exists()
+        "1:0:0:0.000000000", "20:0:0:7003:1", "1:0:0:0.000001000", f"20:0:0:{send}", "2:0:0:1:64:0:0:0",
+        f"20:0:0:{out}", f"20:0:0:{recv}", "3:0:0:1:64:0:0:0", f"20:0:0:{out}", "1:0:0:0.000000500", "20:0:0:7003:0",
+        "1:1:0:0.000000000", "20:1:0:7003:1", f"20:1:0:{recv}", "3:1:0:0:64:0:0:0", f"20:1:0:{out}",
+        "1:1:0:0.000003000", f"20:1:0:{send}", "2:1:0:0:64:0:0:0", f"20:1:0:{out}", "20:1:0:7003:0"]
+    labels = pcf_value_labels(tmp_path / "authentic.pcf", 50000001)
+    assert (labels[0], labels[1], labels[2], labels[6]) == ("Outside MPI", "MPI_Send", "MPI_Recv", "MPI_Waitall")
+    assert pcf_value_labels(tmp_path / "authentic.pcf", 50000002)[10] == "MPI_Allreduce"
 
 
 def test_ring_of_sendrecv(tmp_path):
@@ -129,8 +137,10 @@ def test_isend_irecv_waitall_exchange(tmp_path):
     run = make_run(tmp_path, ranks)
     assert [(m.src, m.dst, m.send_seq, m.recv_seq) for m in run.messages] == [(0, 1, 1, 0), (1, 0, 1, 0)]
     dim = (tmp_path / "authentic.dim").read_text().splitlines()
-    assert ["3:1:0:0:80:3:0:1", "2:1:0:0:80:3:0:2", "1:1:0:0.000000010", "3:1:0:0:80:3:0:2"] == \
-        dim[dim.index("3:1:0:0:80:3:0:1"):dim.index("3:1:0:0:80:3:0:1") + 4]
+    at = dim.index("3:1:0:0:80:3:0:1")
+    assert dim[at - 1:at + 10] == ["20:1:0:50000001:4", "3:1:0:0:80:3:0:1", "20:1:0:50000001:0", "20:1:0:50000001:3",
+                                   "2:1:0:0:80:3:0:2", "20:1:0:50000001:0", "1:1:0:0.000000010", "20:1:0:50000001:6",
+                                   "3:1:0:0:80:3:0:2", "20:1:0:50000001:0", "1:1:0:0.000000900"]
     assert makespan(tmp_path) == pytest.approx(max(max(y[r], x[1 - r]) + end[r] - y[r] for r in range(2)) / IPS,
                                                abs=1e-12)
     assert makespan(tmp_path) == pytest.approx(1300e-9, abs=1e-12)
@@ -143,7 +153,7 @@ def test_rooted_collective_as_a_binomial_tree(tmp_path):
     max(e0, e3, e1)."""
     e, z = [10, 500, 20, 700], [1000, 100, 100, 100]
     ranks = [[call("MPI_Bcast", 1, -1, 32, e[r]), call("MPI_Finalize", at=e[r] + z[r])] for r in range(4)]
-    run = make_run(tmp_path, ranks)
+    run = make_run(tmp_path, ranks, collectives="p2p")
     assert run.messages == [] and len(run.matching.collectives) == 1
     dim = (tmp_path / "authentic.dim").read_text().splitlines()
     # collective traffic on communicator 0 + the run's 5 communicators (world and 4 selves), tag 0
@@ -154,6 +164,33 @@ def test_rooted_collective_as_a_binomial_tree(tmp_path):
     assert makespan(tmp_path) == pytest.approx(max(leave[r] + z[r] for r in range(4)) / IPS, abs=1e-12)
 
 
+def test_collective_as_a_global_operation(tmp_path):
+    """The same Bcast by default: one record 10 per rank (id 1, Dimemas communicator 1 = the
+    run's world, defined by a d:1: line; root field 1 on rank 1's record, which sends 32 bytes,
+    the others receive them). With inter-node latency 1e-5 s and 100 MB/s (one rank per node) it
+    starts when rank 3 enters (700 ns) and takes the root's fans: intra-node nothing, inter-node
+    (10^4 + 32 x 10^9 / 2^20 / 100) + (10^4 + 0) = 20305.17578125 ns; rank 0 then computes
+    1000 ns, the longest."""
+    e, z = [10, 500, 20, 700], [1000, 100, 100, 100]
+    make_run(tmp_path, [[call("MPI_Bcast", 1, -1, 32, e[r]), call("MPI_Finalize", at=e[r] + z[r])] for r in range(4)])
+    dim = (tmp_path / "authentic.dim").read_text().splitlines()
+    assert dim[0].endswith(":4(1,1,1,1),1") and dim[1] == "d:1:1:4:0:1:2:3"
+    assert [line for line in dim if line.startswith("10:")] == [
+        "10:0:0:1:1:0:0:0:32:1", "10:1:0:1:1:1:0:32:0:1", "10:2:0:1:1:0:0:0:32:1", "10:3:0:1:1:0:0:0:32:1"]
+    assert not [line for line in dim if line.startswith(("2:", "3:"))]
+    assert makespan(tmp_path, 1e-5, 100.0) == pytest.approx((700 + 20305.17578125 + 1000) / IPS, abs=1e-15)
+
+
+def test_global_operation_sizes_fit_a_c_int(tmp_path):
+    """Dimemas times a global operation's sizes as C ints: a 3 GiB Allreduce is written with
+    2^31 - 1 bytes each way, and the trace replays."""
+    make_run(tmp_path, [[call("MPI_Allreduce", size=3 << 30, at=10)] for _ in range(2)])
+    dim = (tmp_path / "authentic.dim").read_text().splitlines()
+    assert [line for line in dim if line.startswith("10:")] == [f"10:{r}:0:11:1:0:0:2147483647:2147483647:1"
+                                                                 for r in (0, 1)]
+    assert makespan(tmp_path) == 10 / IPS
+
+
 @pytest.mark.parametrize("ranks", [2, 3, 5])
 def test_allreduce_by_recursive_doubling_leaves_when_the_last_enters(tmp_path, ranks):
     """However the ranks fold in (3 and 5 are not powers of two), no rank leaves an Allreduce
@@ -161,7 +198,7 @@ def test_allreduce_by_recursive_doubling_leaves_when_the_last_enters(tmp_path, r
     e = [100 * (r * 7 % ranks) + 10 for r in range(ranks)]
     z = [50 * (r + 1) for r in range(ranks)]
     make_run(tmp_path, [[call("MPI_Allreduce", size=8, at=e[r]), call("MPI_Finalize", at=e[r] + z[r])]
-                        for r in range(ranks)])
+                        for r in range(ranks)], collectives="p2p")
     assert makespan(tmp_path) == pytest.approx((max(e) + max(z)) / IPS, abs=1e-12)
 
 
@@ -176,6 +213,10 @@ def test_split_communicators_are_told_apart(tmp_path):
     run = make_run(tmp_path, ranks, comms=comms)
     assert [(c.comm, c.members) for c in run.matching.collectives] == [(2, (0, 2)), (4, (1, 3))]
     assert [(m.src, m.dst) for m in run.messages] == [(0, 2), (1, 3)]
+    # the two halves' Allreduces are global operations on Dimemas communicators 3 and 5
+    dim = (tmp_path / "authentic.dim").read_text().splitlines()
+    assert dim[1:3] == ["d:1:3:2:0:2", "d:1:5:2:1:3"]
+    assert [line.split(":")[4] for line in dim if line.startswith("10:")] == ["3", "5", "3", "5"]
     assert run.summary["unmatched_collectives"] == [] and run.summary["warnings"] == []
 
 
@@ -228,10 +269,10 @@ def test_calls_outside_tasks_and_task_events(tmp_path):
              [call("MPI_Recv", 0, 1, 8, 0), call("MPI_Send", 0, 2, 8, 0)]]
     make_run(tmp_path, ranks, tasks=[tasks, None])
     body = (tmp_path / "authentic.dim").read_text().splitlines()[1:]
-    assert body[:12] == ["1:0:0:0.000000000", "20:0:0:7003:1", "1:0:0:0.000000100", "20:0:0:7003:0", "20:0:0:7003:2",
-                         "1:0:0:0.000000150", "2:0:0:1:8:1:0:0", "1:0:0:0.000000150", "20:0:0:7003:0", "20:0:0:7003:1",
-                         "1:0:0:0.000000050", "20:0:0:7003:0"]
-    assert body[12] == "3:0:0:1:8:2:0:0"
+    assert body[:16] == ["1:0:0:0.000000000", "20:0:0:7003:1", "1:0:0:0.000000100", "20:0:0:7003:0", "20:0:0:7003:2",
+                         "1:0:0:0.000000150", "20:0:0:50000001:1", "2:0:0:1:8:1:0:0", "20:0:0:50000001:0",
+                         "1:0:0:0.000000150", "20:0:0:7003:0", "20:0:0:7003:1", "1:0:0:0.000000050", "20:0:0:7003:0",
+                         "20:0:0:50000001:2", "3:0:0:1:8:2:0:0"]
     assert makespan(tmp_path) == pytest.approx(450e-9, abs=1e-12)
 
 
@@ -255,7 +296,7 @@ def test_stale_run_files_are_named(tmp_path):
 
 def test_single_trace_commands_refuse_a_run(tmp_path):
     make_run(tmp_path, ping_pong(10, 20, 30))
-    for command in (["graph", str(tmp_path)], ["simulate", str(tmp_path)]):
+    for command in (["graph", str(tmp_path)], ["whatif", str(tmp_path)]):
         r = subprocess.run([sys.executable, "-m", "tareador", *command], capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and r.stderr == f"tareador: {tmp_path} is an MPI run: give one rank's trace, " \
                                                  f"e.g. {tmp_path / 'rank-0'}\n"

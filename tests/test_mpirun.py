@@ -14,13 +14,14 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 import tareador
 from conftest import require, write_c
 from tareador.formats.dimemas import read_dim
-from tareador.replay.engine import replay
+from tareador.replay.dimemas_engine import replay
 from tareador.replay.machine import Machine
 from tareador.tracing import toolchain
 from tareador.tracing.mpi_launch import MPICH, MPIS, OPEN_MPI, linked_mpi
@@ -78,6 +79,26 @@ def test_examples_messages_as_their_headers_say(mpi_examples, tmp_path, mpi, nam
     assert sum(map(bool, said)) == ranks
     if name == "ring":
         ring_replays_to_its_chain(run)
+    if name == "cg":
+        cg_allreduces_are_global_operations(run, collectives)
+
+
+def cg_allreduces_are_global_operations(run, collectives):
+    """Each rank's Allreduce of one double is a record 10 (id 11, communicator 1 = the world,
+    8 bytes each way); on an ideal network a rank leaves a collective when the last enters in
+    both forms, so the point-to-point form (--collectives p2p) replays to the same makespan."""
+    dim = (Path(run.path) / "authentic.dim").read_text().splitlines()
+    assert "d:1:1:2:0:1" in dim
+    assert [line for line in dim if line.startswith("10:")] == [f"10:{r}:0:11:1:0:0:8:8:1" for r in (0, 1)
+                                                                 for _ in range(collectives)]
+    ideal = replay(read_dim(Path(run.path) / "authentic.dim"), Machine(nodes=2)).makespan
+    r = subprocess.run([sys.executable, "-m", "tareador", "postprocess", "--collectives", "p2p", str(run.path)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    dim = (Path(run.path) / "authentic.dim").read_text().splitlines()
+    assert not [line for line in dim if line.startswith(("10:", "d:"))]
+    p2p = replay(read_dim(Path(run.path) / "authentic.dim"), Machine(nodes=2)).makespan
+    assert p2p == pytest.approx(ideal, abs=1e-12)
 
 
 def ring_replays_to_its_chain(run):

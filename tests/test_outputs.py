@@ -153,7 +153,7 @@ def test_sigterm_midway_is_a_stop_like_ctrl_c(tmp_path, capsys, monkeypatch):
     from tareador.analyses import speedup
     from tareador.files import output_file
     from tareador.taskgraph.store import save
-    from tests.test_replay_dag import fork_join
+    from tests.test_list_scheduler import fork_join
 
     trace_dir = save(fork_join(), tmp_path / "t")
 

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 from tareador.formats.dimemas import DimError, read_dim, write_dim
-from tareador.replay.dag import dag_from_trace, write_dim_traces
-from tareador.replay.engine import replay
+from tareador.formats.dimemas import write_dim_traces
+from tareador.taskgraph.dag import dag_from_trace
+from tareador.replay.dimemas_engine import replay
 from tareador.replay.machine import Machine, MachineError, load_machine, parse_cfg, parse_toml
-from tests.test_replay_dag import fork_join
+from tests.test_list_scheduler import fork_join
 
 TWO_RANKS = ["1:0:0:1.0\n2:0:0:1:1048576:1:0:0\n1:0:0:0.5\n", "1:1:0:0.0\n3:1:0:0:1048576:1:0:0\n1:1:0:1.0\n"]
 THREE_THREADS = ["1:0:0:1.0\n2:0:0:0:1:1:8002:0:2\n2:0:0:0:2:1:8002:0:2\n1:0:0:1.0\n",
@@ -196,5 +197,5 @@ def test_machine_files(tmp_path):
             parse_toml(bad, "m.toml")
     with pytest.raises(MachineError, match=r"m.cfg:2: not a Dimemas configuration record"):
         parse_cfg("#DIMEMAS_CONFIGURATION\nnonsense\n", "m.cfg")
-    with pytest.raises(MachineError, match="3 tasks at 1 per node need 3 nodes; the machine has 2"):
+    with pytest.raises(MachineError, match="3 ranks at 1 per node need 3 nodes but the machine has 2; .*--ranks-per-node 2"):
         Machine(nodes=2).node_of_tasks(3)

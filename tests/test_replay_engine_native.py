@@ -7,10 +7,11 @@ import pytest
 
 from tareador import native
 from tareador.formats.dimemas import read_dim, write_dim
-from tareador.replay import engine
-from tareador.replay.dag import dag_from_trace, write_dim_traces
+from tareador.replay import dimemas_engine as engine
+from tareador.formats.dimemas import write_dim_traces
+from tareador.taskgraph.dag import dag_from_trace
 from tareador.replay.machine import Machine
-from tests.test_replay_dag import fork_join
+from tests.test_list_scheduler import fork_join
 
 
 def test_pausing_for_progress_changes_nothing(tmp_path, monkeypatch):

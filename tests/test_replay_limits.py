@@ -14,13 +14,14 @@ import pytest
 
 from tareador.cli import main as cli
 from tareador.formats.dimemas import write_dim
-from tareador.replay import engine
-from tareador.replay.dag import dag_from_trace, simulate
-from tareador.replay.engine import replay
+from tareador.replay import dimemas_engine as engine
+from tareador.replay.list_scheduler import simulate
+from tareador.taskgraph.dag import dag_from_trace
+from tareador.replay.dimemas_engine import replay
 from tareador.replay.machine import Machine
 from tareador.taskgraph.store import save
 from tests.conftest import ROOT
-from tests.test_replay_dag import fork_join
+from tests.test_list_scheduler import fork_join
 from tests.test_replay_dimemas import THREE_THREADS, TWO_RANKS, dim
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}

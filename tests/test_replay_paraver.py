@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from tareador.formats.dimemas import read_dim, write_dim
 from tareador.formats.paraver import TASK_EVENT
-from tareador.replay.dag import dag_from_trace, write_dim_traces
-from tareador.replay.engine import replay
+from tareador.formats.dimemas import write_dim_traces
+from tareador.taskgraph.dag import dag_from_trace
+from tareador.replay.dimemas_engine import replay
 from tareador.replay.machine import Machine
-from tests.test_replay_dag import make
+from tests.test_list_scheduler import make
 from tests.test_replay_dimemas import TWO_RANKS
 
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import ROOT
 from tareador.cli import main as cli
 from tareador.taskgraph.store import save
-from tests.test_replay_dag import fork_join, make
+from tests.test_list_scheduler import fork_join, make
 from tests.test_replay_dimemas import THREE_THREADS
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, write_c
-from tareador.replay.dag import dag_from_trace, simulate
+from tareador.replay.list_scheduler import simulate
+from tareador.taskgraph.dag import dag_from_trace
 from tareador.taskgraph.metrics import schedule_edges
 from tareador.tracing.run import trace
 

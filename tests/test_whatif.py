@@ -10,12 +10,12 @@ import pytest
 
 from conftest import write_c
 from tareador.analyses.whatif import whatif
-from tareador.replay.dag import dag_from_trace
+from tareador.taskgraph.dag import dag_from_trace
 from tareador.replay.machine import Machine
 from tareador.taskgraph.model import PROGRAM
 from tareador.taskgraph.store import save
 from tareador.tracing.run import trace
-from tests.test_replay_dag import make
+from tests.test_list_scheduler import make
 from tests.test_simulate_cli import tareador  # noqa: F401  (fixture)
 
 

@@ -31,6 +31,8 @@ const MPI_QUERIES = ['Type_size', 'Type_get_extent', 'Type_get_true_extent', 'Ge
   'Comm_group', 'Group_translate_ranks', 'Group_free'];
 /* Row sizes of mpi.c's tables: calls, completions, communicators, world ranks. */
 const MPI_ROWS = [56, 16, 32, 4];
+/* Row sizes of patterns.c's tables: message buffers, element times. */
+const PATTERN_ROWS = [64, 8];
 
 let native = null;
 let endings = null;
@@ -145,6 +147,12 @@ function loadNative(options) {
   const thread = Memory.alloc(8);
   thread.writeU64(Process.id);
   const blocks = Memory.alloc(8);
+  /* trace --mpi: communication patterns (patterns.c), timed by the transform's time records. */
+  const patterns = Memory.alloc(8);
+  if (options.patterns) {
+    if (fn(lib, 'tr_patterns_enable', 'int', [])() !== 0) throw new Error('cannot allocate the patterns shadow');
+    patterns.writeU64(1);
+  }
   const stackBounds = Memory.alloc(16);
   stackBounds.writePointer(stack.low);
   stackBounds.add(8).writePointer(stack.high);
@@ -164,6 +172,7 @@ function loadNative(options) {
     tareador_user_ranges: rangesBuffer(codeRanges(program)),
     tareador_markers: markers,
     tareador_blocks: blocks,
+    tareador_patterns: patterns,
     tareador_thread: thread,
     tareador_stack: stackBounds,
     tareador_calls: calls,
@@ -175,7 +184,10 @@ function loadNative(options) {
     symbols[name] = lib.getExportByName(name);
   const transform = new CModule(options.transformSource, symbols);
   const allocations = new CModule(options.allocationsSource, symbols);
-  return { shadow, transform, allocations, mpi: null, markers: found, thread, blocks, symbols, program, calls };
+  return { shadow, transform, allocations, mpi: null, markers: found, thread, blocks, symbols, program, calls,
+    patterns: options.patterns ? [fn(lib, 'tr_pattern_rows', 'pointer', ['pointer']),
+      fn(lib, 'tr_pattern_times', 'pointer', ['pointer'])] : null,
+    patternsDropped: fn(lib, 'tr_patterns_dropped', 'uint64', []) };
 }
 
 /* The MPI library is the one exporting MPI_Init (libmpi, libmpich). */
@@ -191,7 +203,9 @@ function loadMpi(source, library) {
   /* Whole pages: zeroed. */
   const state = Memory.alloc(Process.pageSize);
   const symbols = { tareador_mpi: state, tareador_thread: native.thread };
-  for (const name of ['tr_enter_mpi', 'tr_leave_mpi', 'tr_mpi_access', 'tr_grow']) symbols[name] = lib.getExportByName(name);
+  for (const name of ['tr_enter_mpi', 'tr_leave_mpi', 'tr_mpi_access', 'tr_grow', 'tr_pattern_send',
+    'tr_pattern_receive'])
+    symbols[name] = lib.getExportByName(name);
   for (const name of MPI_QUERIES)
     symbols['PMPI_' + name] = library.findExportByName('PMPI_' + name) || library.getExportByName('MPI_' + name);
   const cm = new CModule(source, symbols);
@@ -348,6 +362,12 @@ function finish(ending) {
       counts: { calls: tables[0].n, completions: tables[1].n, comms: tables[2].n, ranks: tables[3].n } };
     for (const t of tables) parts.push(t.bytes);
   }
+  meta.patterns = null;
+  if (native.patterns !== null) {
+    const tables = native.patterns.map((getter, which) => table(getter, PATTERN_ROWS[which]));
+    meta.patterns = { rows: tables[0].n, times: tables[1].n, dropped: native.patternsDropped().toNumber() };
+    for (const t of tables) parts.push(t.bytes);
+  }
   const data = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
   parts.reduce((at, p) => { data.set(new Uint8Array(p), at); return at + p.byteLength; }, 0);
   send(meta, data.buffer);
@@ -368,16 +388,29 @@ function stubLibraryCalls(cm) {
     for (const imp of m.enumerateImports())
       if (imp.type === 'function' && imp.slot && !imp.slot.readPointer().isNull()) imports.push(imp);
   const size = Math.ceil((64 + 16 * imports.length) / Process.pageSize) * Process.pageSize;
-  /* Kept in native: memory from Memory.alloc is freed with its last reference. */
-  const code = native.stubs = Memory.alloc(size, { near: native.calls, maxDistance: 0x7fff0000 });
+  /* Kept in native: memory from Memory.alloc is freed with its last reference. The stubs reach
+   * the cursor by absolute address, never RIP-relative: Stalker copies what it follows into its
+   * own code, and where that lands more than 2 GiB from the cursor Frida 17 relocates a
+   * RIP-relative load wrongly (seen as a crash in the first MPI_Send of a rank whose mappings
+   * had moved). rax is kept below the stack pointer meanwhile: at a call's first instruction the
+   * red zone is free, and r10 and r11 (the target) are the only other registers a call may
+   * clobber, al counting a variadic call's vector registers. */
+  const code = native.stubs = Memory.alloc(size);
   const stubs = [];
   Memory.patchCode(code, size, c => {
     const w = new X86Writer(c, { pc: code });
-    w.putMovRegNearPtr('r10', native.calls);
-    w.putBytes([0xff, 0x34, 0x24, 0x41, 0x8f, 0x02]);  /* push [rsp]; pop [r10]: the return address */
-    w.putBytes([0x49, 0x89, 0x62, 0x08]);              /* mov [r10+8], rsp: its slot */
-    w.putBytes([0x41, 0x80, 0xc2, 0x10]);              /* add r10b, 16: the next entry */
-    w.putMovNearPtrReg(native.calls, 'r10');
+    const cursor = [];
+    w.putBytes([0x48, 0x89, 0x44, 0x24, 0xf8]);        /* mov [rsp-8], rax */
+    w.putBytes([0x48, 0xa1]);                          /* movabs rax, [cursor] */
+    cursor.push(w.offset);
+    w.putBytes([0, 0, 0, 0, 0, 0, 0, 0]);
+    w.putBytes([0x4c, 0x8b, 0x14, 0x24, 0x4c, 0x89, 0x10]);  /* mov r10, [rsp]; mov [rax], r10: the return address */
+    w.putBytes([0x48, 0x89, 0x60, 0x08]);              /* mov [rax+8], rsp: its slot */
+    w.putBytes([0x04, 0x10]);                          /* add al, 16: the next entry */
+    w.putBytes([0x48, 0xa3]);                          /* movabs [cursor], rax */
+    cursor.push(w.offset);
+    w.putBytes([0, 0, 0, 0, 0, 0, 0, 0]);
+    w.putBytes([0x48, 0x8b, 0x44, 0x24, 0xf8]);        /* mov rax, [rsp-8] */
     w.putJmpReg('r11');
     for (const imp of imports) {
       stubs.push(code.add(w.offset));
@@ -385,6 +418,7 @@ function stubLibraryCalls(cm) {
       w.putJmpAddress(code);
     }
     w.flush();
+    for (const at of cursor) c.add(at).writePointer(native.calls);
   });
   imports.forEach((imp, k) => {
     Memory.protect(imp.slot, Process.pointerSize, 'rw-');

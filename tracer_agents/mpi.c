@@ -25,6 +25,9 @@ extern guint64 tr_enter_mpi (guint32 * task);
 extern void tr_leave_mpi (void);
 extern guint32 tr_mpi_access (guint64 address, guint64 size, guint32 is_write);
 extern gpointer tr_grow (gpointer table, guint64 * capacity, guint64 row_size);
+/* Communication patterns (patterns.c): a no-op unless trace --mpi enabled them. */
+extern void tr_pattern_send (guint64 call, guint64 address, guint64 bytes, guint64 element);
+extern void tr_pattern_receive (guint64 call, guint64 address, guint64 bytes, guint64 element);
 extern guint64 tareador_thread[];
 
 /* Called directly, so not seen by these hooks. Handles are passed as 64-bit values: an MPICH
@@ -72,6 +75,7 @@ typedef struct {
   guint64 write_address, write_span;
   Table calls, completions, comms, ranks, requests, messages, statuses, handles;
   guint64 requests_made, noncontiguous;
+  guint64 write_element;   /* the element size of a collective's receive buffer */
 } MpiState;
 
 extern MpiState tareador_mpi;
@@ -262,17 +266,18 @@ static gint32 world_rank (guint32 c, gint32 rank)
 /* Where count elements of type lie from buf, and how many bytes they hold. A derived type with
  * gaps spans its true extent (and is counted for a warning): the bytes between are read or
  * written as far as the analysis knows. */
-typedef struct { guint64 address, span, bytes; } Extent;
+typedef struct { guint64 address, span, bytes, element; } Extent;
 
 static Extent extent_of (guint64 buf, gint64 count, guint64 type)
 {
-  Extent e = { buf, 0, 0 };
+  Extent e = { buf, 0, 0, 1 };
   if (count <= 0)
     return e;
   gint size = 0;
   gint64 lb = 0, extent = 0;
   PMPI_Type_size (type, &size);
   PMPI_Type_get_extent (type, &lb, &extent);
+  e.element = size > 0 ? (guint64) size : 1;
   e.bytes = e.span = (guint64) count * (guint64) size;
   if (lb != 0 || extent != size)
   {
@@ -307,6 +312,7 @@ static void send_part (CallRow * row, guint64 buf, gint64 count, guint64 type, g
   Extent e = extent_of (buf, count, type);
   row->bytes = e.bytes;
   row->object = touch (e, FALSE);
+  tr_pattern_send (row - (CallRow *) S->calls.rows, e.address, e.span, e.element);
 }
 
 /* A status of the tracer's own where the program passes MPI_STATUS(ES)_IGNORE: the source and
@@ -365,6 +371,7 @@ static void received (CallRow * row, guint32 comm, guint64 buf, gint64 count, gu
   Extent e = extent_of (buf, arrived == ABI->undefined ? count : arrived, type);
   row->bytes = e.bytes;
   row->object = touch (e, TRUE);
+  tr_pattern_receive (row - (CallRow *) S->calls.rows, e.address, e.span, e.element);
 }
 
 static Request * request_of (guint64 h)
@@ -451,6 +458,7 @@ static void sends (CallRow * row, Extent e)
 {
   row->bytes = e.bytes;
   row->object = touch (e, FALSE);
+  tr_pattern_send (S->call, e.address, e.span, e.element);
 }
 
 /* Written when the call returns; a rank that only receives names the buffer it receives into. */
@@ -458,6 +466,7 @@ static void writes (CallRow * row, Extent e)
 {
   S->write_address = e.address;
   S->write_span = e.span;
+  S->write_element = e.element;
   if (row->object == 0)
     row->object = tr_mpi_access (e.address, 0, FALSE);
 }
@@ -772,7 +781,10 @@ static void leave_modelled (void)
     received (ROW (S->receive_row), S->receive_comm, S->receive_buf, S->receive_count, S->receive_type,
         S->receive_status);
   if (S->write_span)
+  {
     tr_mpi_access (S->write_address, S->write_span, TRUE);
+    tr_pattern_receive (S->call, S->write_address, S->write_span, S->write_element);
+  }
 }
 
 static gboolean traced (GumInvocationContext * ic)

@@ -638,6 +638,11 @@ static void analyse(uint64_t address, uint64_t size, int is_write, int program, 
   }
 }
 
+/* Communication patterns (patterns.c, only under trace --mpi): every record goes there too. */
+extern uint32_t tr_patterns_on;
+extern uint64_t tr_access_time;
+extern int tr_pattern_record(uint64_t address, uint64_t info);
+
 void tr_flush(void) {
   AccessRecord *r = tr_state.buffer, *end = tr_state.cursor;
   tr_state.cursor = tr_state.buffer;
@@ -648,6 +653,7 @@ void tr_flush(void) {
   EdgeRuns runs = { { 0, 0, DEP_RAW, 0 }, { 0, 0, DEP_WAW, 0 }, { 0, 0, DEP_WAR, 0 } };
   last_access = NULL;   /* rows are the running fragment's: a flush is one fragment's */
   for (; r < end; r++) {
+    if (tr_patterns_on && tr_pattern_record(r->address, r->info)) continue;
     uint32_t info = (uint32_t) r->info;
     analyse(r->address, info & ACCESS_SIZE_MASK, (info & ACCESS_WRITE) != 0, (info & ACCESS_PROGRAM) != 0, me, &runs);
   }
@@ -950,6 +956,7 @@ void tr_leave_mpi(void) {
 uint32_t tr_mpi_access(uint64_t address, uint64_t size, uint32_t is_write) {
   uint32_t object = object_at(address), suppressed = tr_state.suppress;
   tr_flush();
+  tr_access_time = mpi_entered_at;   /* the call's time: what ran inside it is not counted */
   tr_state.suppress = 0;
   for (uint64_t step; size; address += step, size -= step) {
     step = size < ACCESS_SIZE_MASK ? size : ACCESS_SIZE_MASK;
@@ -960,6 +967,12 @@ uint32_t tr_mpi_access(uint64_t address, uint64_t size, uint32_t is_write) {
   }
   tr_state.suppress = suppressed;
   return object;
+}
+
+/* Shadow for patterns.c, mapped like this file's but at the address hint when it is free. */
+void *tr_map_at(uint64_t hint, uint64_t bytes) {
+  return address_or_null(sys(SYS_mmap, (long) hint, (long) bytes, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
 }
 
 /* mpi.c keeps its tables in memory it grows through here (a CModule's statics are read-only). */

@@ -30,6 +30,8 @@ extern guint64 tareador_markers[];
 extern guint64 tareador_blocks[];
 extern guint64 tr_task_sites[];
 extern void tr_task_call (guint64 site, const guint64 * args);
+/* Non-zero under trace --mpi: blocks that access memory first append a time record (patterns.c). */
+extern guint64 tareador_patterns[];
 
 static int register_number (x86_reg r)
 {
@@ -152,6 +154,27 @@ static void put_record (GumX86Writer * w, const cs_insn * insn, const cs_x86_op 
   gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, RED_ZONE);
 }
 
+/* A time record {instruction counter, all ones}: the counter already includes this block, so the
+ * block's accesses are timed to within its length. Only mov and lea: the flags are untouched. */
+static void put_time_record (GumX86Writer * w)
+{
+  static const guint8 mark[] = { 0x48, 0xc7, 0x43, 0x08, 0xff, 0xff, 0xff, 0xff };   /* mov qword [rbx+8], -1 */
+  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, -RED_ZONE);
+  gum_x86_writer_put_push_reg (w, GUM_X86_RAX);
+  gum_x86_writer_put_push_reg (w, GUM_X86_RBX);
+  gum_x86_writer_put_mov_reg_address (w, GUM_X86_RBX, GUM_ADDRESS (&tr_state));
+  gum_x86_writer_put_mov_reg_reg_offset_ptr (w, GUM_X86_RAX, GUM_X86_RBX, 16);
+  gum_x86_writer_put_mov_reg_reg_ptr (w, GUM_X86_RBX, GUM_X86_RBX);
+  gum_x86_writer_put_mov_reg_ptr_reg (w, GUM_X86_RBX, GUM_X86_RAX);
+  gum_x86_writer_put_bytes (w, mark, sizeof (mark));
+  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RBX, GUM_X86_RBX, 16);
+  gum_x86_writer_put_mov_reg_address (w, GUM_X86_RAX, GUM_ADDRESS (&tr_state));
+  gum_x86_writer_put_mov_reg_ptr_reg (w, GUM_X86_RAX, GUM_X86_RBX);
+  gum_x86_writer_put_pop_reg (w, GUM_X86_RBX);
+  gum_x86_writer_put_pop_reg (w, GUM_X86_RAX);
+  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, RED_ZONE);
+}
+
 static gboolean touches_no_memory (const cs_insn * insn)
 {
   const char * m = insn->mnemonic;
@@ -175,8 +198,8 @@ static guint access_of (const cs_insn * insn, int i, const cs_x86_op * op)
 
 /* Returns the number of records the instruction appends; origin is 0 or ACCESS_PROGRAM. Reads
  * come first: an instruction reads its operands before it writes, which matters when they overlap
- * (memmove's rep movsb). */
-static guint put_accesses (GumX86Writer * w, const cs_insn * insn, guint32 origin)
+ * (memmove's rep movsb). *untimed: the block still needs its time record (patterns). */
+static guint put_accesses (GumX86Writer * w, const cs_insn * insn, guint32 origin, gboolean * untimed)
 {
   const cs_x86 * x = &insn->detail->x86;
   guint records = 0;
@@ -189,6 +212,12 @@ static guint put_accesses (GumX86Writer * w, const cs_insn * insn, guint32 origi
       const cs_x86_op * op = &x->operands[i];
       if (op->type != X86_OP_MEM || op->size == 0 || !is_analysable (&op->mem) || !(access_of (insn, i, op) & kind))
         continue;
+      if (*untimed)
+      {
+        put_time_record (w);
+        *untimed = FALSE;
+        records++;
+      }
       put_record (w, insn, op, origin | (kind == CS_AC_WRITE ? ACCESS_WRITE : 0), repeated);
       records++;
     }
@@ -269,7 +298,7 @@ void transform (GumStalkerIterator * it, GumStalkerOutput * output, gpointer use
 {
   GumX86Writer * w = output->writer.x86;
   const cs_insn * insn;
-  gboolean first = TRUE, analyse = FALSE, task_site = FALSE;
+  gboolean first = TRUE, analyse = FALSE, task_site = FALSE, untimed = tareador_patterns[0] != 0;
   guint32 origin = 0;
   guint8 * count_patch = NULL;
   guint instructions = 0, unchecked = 0;
@@ -299,7 +328,7 @@ void transform (GumStalkerIterator * it, GumStalkerOutput * output, gpointer use
         put_prologue (it, w, FALSE);
         unchecked = 0;
       }
-      unchecked += put_accesses (w, insn, origin);
+      unchecked += put_accesses (w, insn, origin, &untimed);
       if (task_site && insn->id == X86_INS_CALL && insn->size == 5 && insn->bytes[0] == 0xe8)
       {
         gum_stalker_iterator_put_callout (it, on_task_call, GSIZE_TO_POINTER (insn->address), NULL);

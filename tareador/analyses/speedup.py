@@ -10,7 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tareador.replay.dag import Dag, Schedule, bottom_levels, durations, simulate, successors
+from tareador.replay.list_scheduler import Schedule, simulate
+
+from tareador.taskgraph.dag import Dag, bottom_levels, durations, successors
 from tareador.replay.machine import Machine
 
 

@@ -17,7 +17,8 @@ import sys
 from tareador import __version__
 from tareador.stopping import Stopped, stop_signals
 
-SUBCOMMANDS = ["config", "trace", "mpirun", "postprocess", "graph", "simulate", "whatif", "hints", "replay"]
+SUBCOMMANDS = ["config", "trace", "mpirun", "postprocess", "patterns", "overlap", "graph", "simulate", "whatif",
+               "hints", "replay"]
 
 
 class UserError(Exception):

@@ -8,6 +8,8 @@ from pathlib import Path
 
 
 def register(subparsers) -> None:
+    from tareador.cli.postprocess import add_collectives_option
+
     p = subparsers.add_parser(
         "mpirun", help="trace every rank of an MPI program",
         description="Launch the program with MPI, each rank under its own tracer (tareador trace --mpi), then "
@@ -20,6 +22,7 @@ def register(subparsers) -> None:
     p.add_argument("-o", "--output", help="run directory to write (default: <program>.tareador)")
     p.add_argument("--timeout", metavar="S", help="stop the run after S seconds, e.g. a deadlock (each rank's "
                    "partial trace is written, and where each was blocked is said)")
+    add_collectives_option(p)
     p.add_argument("program", nargs=argparse.REMAINDER, help="program and its arguments (-- before them is optional)")
     p.set_defaults(func=run)
 
@@ -76,7 +79,7 @@ def run(args) -> int:
     ending, status = launch(mpi, ranks, argv, out, timeout)
     if not rank_dirs(out):
         raise UserError(f"no rank wrote a trace ({mpi.mpiexec} exited with status {status}; its messages are above)")
-    result = postprocess(out, ending)
+    result = postprocess(out, ending, args.collectives)
     s = result.summary
     print(format_run_summary(s, {"run directory": out}))
     if s["partial"]:

@@ -11,27 +11,65 @@ def register(subparsers) -> None:
         "postprocess", help="match the messages of an MPI run's ranks and write the run's files",
         description="Read the rank-N/ directories that 'tareador trace --mpi' wrote under a launcher (e.g. "
                     "srun -n 64 tareador trace --mpi -o run.tareador -- ./app), match sends with receives and "
-                    "collectives across ranks, and write mpi.csv, messages.csv, summary.json and authentic.dim at "
-                    "the top of DIR ('tareador mpirun' does this itself).",
+                    "collectives across ranks, and write mpi.csv, messages.csv, summary.json, authentic.dim and "
+                    "ompss.dim at the top of DIR ('tareador mpirun' does this itself). The work of each rank runs "
+                    "in a process pool, or across nodes when launched under mpiexec with mpi4py installed "
+                    "(mpiexec -n 8 python -m tareador postprocess DIR).",
         epilog="example:\n  tareador postprocess run.tareador",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_dir", metavar="DIR", help="the directory given to 'tareador trace --mpi -o'")
+    add_collectives_option(p)
+    p.add_argument("--jobs", type=int, metavar="N", help="processes for the per-rank work (default: the CPUs; 1 = "
+                   "none besides this one)")
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
-    from tareador.render.summary import format_run_summary
+def add_collectives_option(p) -> None:
+    p.add_argument("--collectives", choices=["dimemas", "p2p"], default="dimemas",
+                   help="how authentic.dim writes collectives: as Dimemas global operations (default), or as the "
+                        "point-to-point messages of a named algorithm (binomial tree, recursive doubling, ...) for "
+                        "networks without collective support")
 
-    result = postprocess(args.run_dir)
+
+def run(args) -> int:
+    from tareador.cli.main import UserError
+    from tareador.render.summary import format_run_summary
+    from tareador.workers import rank_pool
+
+    if args.jobs is not None and args.jobs < 1:
+        raise UserError(f"--jobs must be at least 1, not {args.jobs}")
+    with rank_pool(args.jobs) as starmap:
+        if starmap is None:  # another process of an MPI launch: it served process 0, which writes
+            return 0
+        result = postprocess(args.run_dir, collectives=args.collectives, starmap=starmap)
     print(format_run_summary(result.summary, {"run directory": args.run_dir}))
     return 1 if result.summary["partial"] else 0
 
 
-def postprocess(directory: str | Path, ending: str | None = None):
-    """The run's files, then its authentic Dimemas trace; returns the MpiRun."""
-    from tareador.formats.dimemas_mpi import write_mpi_authentic
+def postprocess(directory: str | Path, ending: str | None = None, collectives: str = "dimemas", starmap=None):
+    """The run's files, then its Dimemas traces, authentic.dim and ompss.dim, with collectives
+    written as ``collectives`` (formats/dimemas_mpi.py); returns the MpiRun. ``starmap`` runs the
+    per-rank work (tareador.workers.rank_pool; default: a process pool)."""
+    if starmap is None:
+        from tareador.workers import rank_pool
+
+        with rank_pool() as starmap:
+            return postprocess(directory, ending, collectives, starmap)
+    from tareador.cli.patterns import write_run_patterns
+    from tareador.formats.dimemas_mpi import by_rank, call_records, communicators, write_mpi_authentic
+    from tareador.formats.paraver import task_type_values
+    from tareador.formats.mpi_ompss import rank_threads, write_mpi_ompss
     from tareador.taskgraph.mpi import build_run
 
-    result = build_run(directory, ending)
-    write_mpi_authentic(Path(directory) / "authentic.dim", result.ranks, result.calls_by_rank, result.matching)
+    d = Path(directory)
+    result = build_run(d, ending, starmap)
+    write_run_patterns(d, result.messages, starmap=starmap)
+    write_mpi_authentic(d / "authentic.dim", result.ranks, result.calls_by_rank, result.matching,
+                        collectives=collectives)
+    names = [t.name for trace in result.ranks for t in trace.tasks]
+    records = by_rank(call_records(result.calls_by_rank, result.matching, collectives), len(result.ranks))
+    values = task_type_values(names)
+    blocks = starmap(rank_threads, [(r, trace, calls, records[r], values)
+                                    for r, (trace, calls) in enumerate(zip(result.ranks, result.calls_by_rank))])
+    write_mpi_ompss(d / "ompss.dim", names, blocks, communicators(result.matching, collectives))
     return result

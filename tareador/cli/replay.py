@@ -1,55 +1,149 @@
-"""``tareador replay trace.dim``: simulate a Dimemas trace on a machine, as Dimemas would."""
+"""``tareador replay trace.dim``: simulate a Dimemas trace on a machine, as Dimemas would, or
+sweep the machine's network (``--bandwidth``/``--latency``)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
+
+from tareador.cli.mapping import add_ranks_per_node
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "replay", help="replay a Dimemas trace (.dim) on a machine",
         description="Simulate a Dimemas trace (MPI ranks and/or threads, e.g. the ompss.dim of "
-                    "'tareador simulate --dim') on a machine given as TOML or as a Dimemas .cfg.",
-        epilog="example:\n  tareador replay chol.tareador/ompss.dim --machine examples/machines/smp_cp.cfg "
-               "--prv replay.prv",
+                    "'tareador simulate --dim') on a machine given as TOML or as a Dimemas .cfg. "
+                    "With --bandwidth and/or --latency, replay once per value of the inter-node "
+                    "network and write a table, a CSV and a PNG.",
+        epilog="example:\n  tareador replay jacobi.tareador/authentic.dim --machine examples/machines/cluster.toml "
+               "--bandwidth 10,100,1000",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace", metavar="TRACE.dim", help="the Dimemas trace to replay")
     p.add_argument("--machine", required=True, metavar="FILE", help="machine TOML or Dimemas .cfg")
-    p.add_argument("--json", action="store_true", help="print makespan and end times as one JSON object")
+    add_ranks_per_node(p)
+    p.add_argument("--json", action="store_true", help="print makespan and end times (a sweep: its rows) as JSON")
     p.add_argument("--prv", metavar="OUT.prv", help="also write a Paraver trace of the replay")
+    p.add_argument("--bandwidth", metavar="LIST", help="inter-node bandwidths to sweep, MB/s, e.g. 10,100,1000")
+    p.add_argument("--latency", metavar="LIST", help="inter-node latencies to sweep, seconds, e.g. 1e-6,1e-5")
+    p.add_argument("-o", "--output", metavar="DIR",
+                   help="where a sweep writes TRACE-sweep.csv and .png (default: beside the trace)")
+    p.add_argument("--chrome", metavar="OUT.json", help="also write a Chrome/Perfetto JSON of the replay: a track "
+                                                       "per rank and thread, an arrow per message")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from tareador.cli.main import UserError
+    from tareador.cli.mapping import with_ranks_per_node
     from tareador.cli.simulate import load_machine_arg, progress_bar
     from tareador.formats.dimemas import DimError, read_dim
-    from tareador.formats.paraver import write_paraver
     from tareador.native import ToolchainError
-    from tareador.render.summary import plural
-    from tareador.replay.engine import replay
     from tareador.replay.machine import MachineError
 
-    machine = load_machine_arg(args.machine)
+    bandwidths, latencies = value_list(args.bandwidth, "--bandwidth"), value_list(args.latency, "--latency")
+    sweeping = bandwidths is not None or latencies is not None
+    if sweeping and (args.prv or args.chrome):
+        raise UserError(f"{'--prv' if args.prv else '--chrome'} writes one replay, a sweep makes many; drop it or "
+                        "the sweep")
+    machine = with_ranks_per_node(load_machine_arg(args.machine), args.ranks_per_node)
     try:
         trace = read_dim(args.trace)
-        result = replay(trace, machine, record=bool(args.prv), progress=progress_bar(len(trace.thread_start) - 1,
-                                                                                      "replaying"))
+        if sweeping:
+            return _sweep(args, trace, machine, bandwidths, latencies)
+        result = _replay(args, trace, machine, progress_bar(len(trace.thread_start) - 1, "replaying"))
     except (DimError, MachineError, ToolchainError) as e:
         raise UserError(str(e)) from None
-    if args.prv:
-        write_paraver(result.paraver, args.prv)
     if args.json:
         print(json.dumps({"makespan": result.makespan,
                           "tasks": [{"task": t, "end": float(ends.max()), "threads": ends.tolist()}
                                     for t, ends in enumerate(result.thread_end_by_task)]}))
     else:
-        print(f"makespan {result.makespan:.9f} s ({plural(len(result.threads), 'Dimemas task')}, "
-              f"{plural(sum(result.threads), 'thread')})")
-        if len(result.threads) <= 64:
-            for t, end in enumerate(result.task_end):
-                print(f"Dimemas task {t:>4} ends at {end:.9f} s")
-        if args.prv:
-            print(f"wrote {args.prv}")
+        _print_replay(args, result)
     return 0
+
+
+def value_list(text: str | None, option: str) -> list[float] | None:
+    """A comma list of positive numbers (a log axis shows them), parsed here so that a bad one is one line."""
+    from tareador.cli.main import UserError
+
+    if text is None:
+        return None
+    out = []
+    for part in text.split(","):
+        try:
+            value = float(part)
+        except ValueError:
+            value = float("nan")
+        if not 0 < value < float("inf"):
+            raise UserError(f"{option}: {part.strip()!r} is not a positive number; give a comma list such as "
+                            f"{'10,100,1000' if option == '--bandwidth' else '1e-6,1e-5,1e-4'}")
+        out.append(value)
+    return out
+
+
+def _replay(args, trace, machine, progress):
+    from tareador.formats.chrome import write_replay_chrome
+    from tareador.formats.paraver import write_paraver
+    from tareador.replay.dimemas_engine import replay
+
+    result = replay(trace, machine, record=bool(args.prv or args.chrome), progress=progress)
+    if args.prv:
+        write_paraver(result.paraver, args.prv)
+    if args.chrome:
+        write_replay_chrome(args.chrome, Path(args.trace).name, result.paraver)
+    return result
+
+
+def _print_replay(args, result) -> None:
+    from tareador.render.summary import plural
+
+    print(f"makespan {result.makespan:.9f} s ({plural(len(result.threads), 'Dimemas task')}, "
+          f"{plural(sum(result.threads), 'thread')})")
+    if len(result.threads) <= 64:
+        for t, end in enumerate(result.task_end):
+            print(f"Dimemas task {t:>4} ends at {end:.9f} s")
+    for wrote in (args.prv, args.chrome):
+        if wrote:
+            print(f"wrote {wrote}")
+
+
+def _sweep(args, trace, machine, bandwidths, latencies) -> int:
+    from tareador.analyses.network_sweep import sweep
+    from tareador.cli.simulate import progress_bar
+    from tareador.render.plots import plot_network_sweep
+
+    runs = len(bandwidths or [0]) * len(latencies or [0])
+    result = sweep(trace, machine, bandwidths, latencies, progress_bar(runs, "replaying"))
+    if result.inter_node_messages == 0:
+        print(f"tareador: warning: no message of {args.trace} crosses nodes on this machine, so the inter-node "
+              "network swept changes nothing; map ranks apart with --ranks-per-node", file=sys.stderr)
+    trace_path = Path(args.trace)
+    out = Path(args.output) if args.output else trace_path.parent
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path = _write_sweep_csv(out / f"{trace_path.stem}-sweep.csv", result)
+    title = f"{trace_path.name} on {Path(args.machine).name}"
+    png = plot_network_sweep(result, title, out / f"{trace_path.stem}-sweep.png")
+    if args.json:
+        print(json.dumps([vars(pt) for pt in result.points]))
+        return 0
+    print(f"{'bandwidth MB/s':>15} {'latency s':>10} {'time s':>15} {'speedup':>8}")
+    for pt in result.points:
+        print(f"{pt.bandwidth:>15g} {pt.latency:>10g} {pt.time:>15.9f} {pt.speedup:>8.3f}")
+    print(f"wrote {csv_path} and {png}")
+    return 0
+
+
+def _write_sweep_csv(path: Path, result) -> Path:
+    import csv
+
+    from tareador.files import output_file
+
+    with output_file(path, newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["bandwidth_mb_s", "latency_s", "time_s", "speedup"])
+        for pt in result.points:
+            w.writerow([repr(pt.bandwidth), repr(pt.latency), repr(pt.time), repr(pt.speedup)])
+    return path

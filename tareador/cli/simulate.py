@@ -7,17 +7,25 @@ import json
 import sys
 from pathlib import Path
 
+from tareador.cli.mapping import add_ranks_per_node
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "simulate", help="simulate the task-parallel run on several core counts",
         description="Schedule the task instances of a trace directory on P cores (greedy list scheduling) and "
-                    "report time, speedup over the sequential run and efficiency for each P.",
+                    "report time, speedup over the sequential run and efficiency for each P. Given an MPI run's "
+                    "directory (tareador mpirun), replay its MPI/OmpSs trace ompss.dim with P cores per rank on "
+                    "the machine's network instead, and report time, speedup over the authentic MPI run "
+                    "(authentic.dim, one core per rank) and efficiency (e.g. tareador simulate jacobi.tareador "
+                    "--machine examples/machines/cluster.toml).",
         epilog="example:\n  tareador simulate chol.tareador --cores 1,2,4,8,inf --plot "
                "--machine examples/machines/laptop.toml",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("trace_dir", metavar="DIR", help="trace directory written by 'tareador trace'")
+    p.add_argument("trace_dir", metavar="DIR", help="trace directory written by 'tareador trace', or an MPI run's "
+                   "written by 'tareador mpirun'")
     add_machine_options(p)
+    add_ranks_per_node(p)
     p.add_argument("--prv", action="store_true", help="write a Paraver trace of each simulation")
     p.add_argument("--chrome", action="store_true", help="write a Chrome/Perfetto JSON of each simulation")
     p.add_argument("--plot", action="store_true", help="write speedup.png, profile.png and gantt.png")
@@ -32,7 +40,8 @@ def register(subparsers) -> None:
 def add_machine_options(p) -> None:
     """The machine a simulation runs on: options shared by every command that simulates."""
     p.add_argument("--cores", help="comma-separated core counts, 'inf' = unbounded (default 1,2,4,8,16,inf; with "
-                   "--machine, the powers of two up to the machine's cores, its cores, and inf)")
+                   "--machine, the powers of two up to the machine's cores, its cores, and inf); of an MPI run, "
+                   "cores per rank (default 1,2,4,8,inf; with --machine, up to a node's cores per rank)")
     p.add_argument("--policy", choices=["cp", "fifo", "bf"],
                    help="ready tasks run longest-remaining-path first (cp), in creation order (fifo) or in the "
                         "order they became ready (bf, what OpenMP runtimes do); default: the machine file's "
@@ -105,8 +114,15 @@ def load_machine_arg(path: str | None):
 
 def run(args) -> int:
     from tareador.analyses.speedup import study
+    from tareador.cli import simulate_mpi
     from tareador.cli.main import UserError
-    from tareador.replay.dag import load_dag
+    from tareador.taskgraph.dag import load_dag
+    from tareador.taskgraph.store import is_run
+
+    if is_run(Path(args.trace_dir)):
+        return simulate_mpi.run(args)
+    if args.ranks_per_node is not None:
+        raise UserError(f"--ranks-per-node applies to an MPI run's directory; {args.trace_dir} is one process's trace")
 
     machine, cores, policy = machine_options(args)
     try:
@@ -155,7 +171,7 @@ def _write_outputs(args, out: Path, dag, result, machine) -> dict[str, list[Path
 
     from tareador.formats.chrome import write_chrome
     from tareador.formats.paraver import nanoseconds, schedule_run, write_paraver
-    from tareador.replay.dag import write_dim_traces
+    from tareador.formats.dimemas import write_dim_traces
 
     written: dict[str, list[Path]] = {}
 

@@ -20,9 +20,16 @@ from tareador.files import output_file, printable, write_text
 TASK_EVENT = 7003  # Tareador's "running task" event: value = task type, 0 = none
 PRIORITY_EVENT = 6999  # Dimemas' scheduling priority (SS_MPI_CP): 1/value, 0 = top priority
 DEP_TAG = 8002  # tag of the messages that carry task dependencies
-RUNNING, WAITING_MESSAGE, WAITING_CPU = 1, 3, 5
+# Dimemas' state numbers (common_utilities/ParaverColors.h): a blocked receive, wait or
+# rendezvous send is "waiting a message", a ready thread without a CPU is Dimemas' 5
+# ("Synchronization" in its .pcf), a member of a global operation is in 13, the latency a send,
+# receive or wait pays on its CPU is 26.
+RUNNING, WAITING_MESSAGE, WAITING_CPU, GROUP_COMMUNICATION, STARTUP_LATENCY = 1, 3, 5, 13, 26
+CONTEXT_SWITCH = 6  # the number Dimemas writes a context switch with (its "Test/Probe")
 STATES = {0: ("Idle", (117, 195, 255)), RUNNING: ("Running", (0, 0, 255)),
-          WAITING_MESSAGE: ("Waiting a message", (255, 0, 0)), WAITING_CPU: ("Waiting a CPU", (255, 150, 0))}
+          WAITING_MESSAGE: ("Waiting a message", (255, 0, 0)), WAITING_CPU: ("Waiting a CPU", (255, 150, 0)),
+          CONTEXT_SWITCH: ("Context switch", (255, 255, 0)), GROUP_COMMUNICATION: ("Group Communication", (255, 144, 26)),
+          STARTUP_LATENCY: ("Startup latency", (0, 255, 255))}
 
 
 def task_type_values(names) -> dict[str, int]:
@@ -50,6 +57,7 @@ class ParaverRun:
     comms: dict[str, np.ndarray] = field(default_factory=dict)
     event_labels: dict[int, tuple[str, dict[int, str]]] = field(default_factory=dict)
     thread_labels: list[str] | None = None
+    task_labels: list[str] | None = None  # Paraver's task level (an MPI rank), unlabelled if None
 
 
 def _header(run: ParaverRun) -> str:
@@ -128,9 +136,25 @@ def _row(run: ParaverRun) -> str:
         out += [f"{node + 1}.{c + 1}" for c in range(n)]
     out += ["", f"LEVEL NODE SIZE {len(run.cpus_per_node)}"]
     out += [f"node{n + 1}" for n in range(len(run.cpus_per_node))]
+    if run.task_labels:
+        out += ["", f"LEVEL TASK SIZE {len(run.task_labels)}", *run.task_labels]
     labels = run.thread_labels or [f"THREAD 1.{t + 1}.{h + 1}" for t, h, _n in run.threads]
     out += ["", f"LEVEL THREAD SIZE {len(labels)}", *labels]
     return "\n".join(out) + "\n"
+
+
+def thread_labels(threads: list[int], kinds: list[str | None]) -> list[str]:
+    """Row labels of a Dimemas trace's threads (``threads`` per task, ``kinds`` the task type each
+    thread runs, or None): its tasks are MPI ranks, except in the trace of one process, whose
+    threads are the task instances (or the one sequential run) of that process. A thread of a
+    task with several is named by its task type too."""
+    out = []
+    for task, n in enumerate(threads):
+        for h in range(n):
+            label = f"thread {h}" if len(threads) == 1 else f"rank {task}" + (f" thread {h}" if n > 1 else "")
+            kind = kinds[len(out)] if n > 1 else None
+            out.append(label if kind is None else f"{label} {printable(kind)}")
+    return out
 
 
 def task_event_labels(values: dict[str, int]) -> dict[int, tuple[str, dict[int, str]]]:
@@ -162,8 +186,9 @@ def schedule_run(names: list[str], start_ns: np.ndarray, end_ns: np.ndarray, cor
 
 
 def nanoseconds(times) -> np.ndarray:
-    """Paraver's integer time stamps from times in (fractional) nanoseconds."""
-    return np.rint(np.asarray(times, float)).astype(np.int64)
+    """Paraver's integer time stamps from (non-negative) times in fractional nanoseconds, halves
+    rounded up as Dimemas' C round() does (a 1024-byte message at 10 MB/s lasts 97656.25 ns)."""
+    return np.floor(np.asarray(times, float) + 0.5).astype(np.int64)
 
 
 def pcf_value_labels(pcf: Path, event_type: int) -> dict[int, str]:

@@ -1,4 +1,5 @@
-"""PNG plots of simulated runs: speedup curve, parallelism profile, Gantt chart by core, what-if bars.
+"""PNG plots of simulated runs: speedup curve, parallelism profile, Gantt chart by core, what-if bars,
+network sweep.
 
 Figures are built with matplotlib's object API on the Agg canvas, so nothing depends on a
 display or on pyplot's global state.
@@ -13,11 +14,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from tareador.analyses.mpi_speedup import MpiStudy
+from tareador.analyses.network_sweep import Sweep
 from tareador.analyses.speedup import Study, parallelism_profile
 from tareador.analyses.whatif import WhatIf
 from tareador.files import output_file, printable
 from tareador.render.summary import machine_name, time_unit
-from tareador.replay.dag import Schedule
+from tareador.replay.list_scheduler import Schedule
 
 GANTT_LIMIT = 100_000  # beyond this many bars a Gantt chart is unreadable and slow to draw
 GANTT_CORES = 256  # rows: the image grows with them, idle cores too
@@ -51,6 +54,28 @@ def plot_speedup(study: Study, path: str | Path) -> Path:
     ax.axhline(study.parallelism, color="tab:red", ls="--", label=f"parallelism T1/T∞ = {study.parallelism:.2f}")
     ax.set_xlabel("cores")
     ax.set_ylabel("speedup over the sequential run")
+    ax.legend()
+    return _save(fig, path)
+
+
+def plot_mpi_speedup(study: MpiStudy, path: str | Path) -> Path:
+    """Speedup over the authentic MPI run per count of cores per rank (inf as a dashed line)."""
+    rows = study.rows()
+    finite = [r for r in rows if r["efficiency"] is not None]
+    fig = Figure(figsize=(6, 4))
+    ax = fig.add_subplot()
+    if finite:
+        cores = np.array([r["cores_per_rank"] for r in finite])
+        ax.plot(cores, [r["speedup"] for r in finite], "o-", label="MPI/OmpSs (ompss.dim)")
+        ax.plot(cores, cores, ":", color="grey", label="ideal")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(cores, [str(c) for c in cores])
+    for r in rows:
+        if r["efficiency"] is None:
+            ax.axhline(r["speedup"], color="tab:red", ls="--", label=f"unbounded cores: {r['speedup']:.2f}")
+    ax.set_xlabel("cores per rank")
+    ax.set_ylabel("speedup over the authentic MPI run")
+    ax.set_title(f"{study.ranks} ranks, {study.ranks_per_node} per node, policy {study.policy}")
     ax.legend()
     return _save(fig, path)
 
@@ -117,4 +142,64 @@ def plot_whatif(result: WhatIf, cores: int | None, path: str | Path) -> Path:
     ax.set_title(f"accelerating one task type, {machine_name(cores)}, {result.policy} "
                  f"(unaccelerated {base * scale:.4g} {unit})")
     ax.legend(fontsize="small")
+    return _save(fig, path)
+
+
+def plot_network_sweep(result: Sweep, title: str, path: str | Path) -> Path:
+    """Time and speedup against the swept bandwidth (a line per latency), or against the latency
+    when only latencies were swept; log x axis, as the values usually span decades."""
+    by_bandwidth = "bandwidth" in result.swept
+    fig = Figure(figsize=(10, 4))
+    axes = fig.subplots(1, 2)
+    lines: dict[float, list] = {}
+    for pt in result.points:
+        lines.setdefault(pt.latency if by_bandwidth else pt.bandwidth, []).append(pt)
+    scale, unit = time_unit(max(pt.time for pt in result.points))
+    for key, pts in lines.items():
+        x = [pt.bandwidth if by_bandwidth else pt.latency for pt in pts]
+        label = (f"latency {key:g} s" if by_bandwidth else f"bandwidth {key:g} MB/s") if len(lines) > 1 else None
+        axes[0].plot(x, [pt.time * scale for pt in pts], "o-", label=label)
+        axes[1].plot(x, [pt.speedup for pt in pts], "o-", label=label)
+    for ax, ylabel in zip(axes, (f"time ({unit})", "speedup over the first configuration")):
+        ax.set_xscale("log")
+        ax.set_xlabel("inter-node bandwidth (MB/s)" if by_bandwidth else "inter-node latency (s)")
+        ax.set_ylabel(ylabel)
+        if len(lines) > 1:
+            ax.legend(fontsize="small")
+    fig.suptitle(_text(title))
+    return _save(fig, path)
+
+
+def plot_patterns(name: str, transfers: list, path: str | Path) -> Path:
+    """The thesis' Fig. 5.11 for one transfer class: every element of every message of the class,
+    x its index in the message, y when it became final (production, left) or was first read
+    (consumption, right) in % of the interval; elements never read are not drawn."""
+    fig = Figure(figsize=(10, 4))
+    for ax, side, title in ((fig.add_subplot(1, 2, 1), "production", "production: last write"),
+                            (fig.add_subplot(1, 2, 2), "consumption", "consumption: first read")):
+        for t in transfers:
+            values = 100.0 * getattr(t, side)
+            ax.scatter(np.arange(len(values)), values, s=4, alpha=0.5)
+        ax.set_xlabel("element of the message")
+        ax.set_ylabel(f"% of the {side} interval")
+        ax.set_ylim(-2, 102)
+        ax.set_title(f"{_text(name)}: {title} ({len(transfers)} messages)")
+        ax.grid(True, alpha=0.3)
+    return _save(fig, path)
+
+
+def plot_overlap(study, title: str, path: str | Path) -> Path:
+    """Speedup of the overlapped runs over the authentic one against the bandwidth (Fig. 5.14)."""
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.add_subplot(1, 1, 1)
+    bandwidths = [p.bandwidth for p in study.points]
+    for kind, style in (("real", "o-"), ("ideal", "s--")):
+        ax.plot(bandwidths, [p.speedup(kind) for p in study.points], style, label=f"overlap-{kind}")
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("bandwidth (MB/s)")
+    ax.set_ylabel("speedup over the authentic run")
+    ax.set_title(_text(title))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
     return _save(fig, path)

@@ -116,3 +116,22 @@ def format_run_summary(s: dict, outputs: dict[str, str | Path] | None = None, to
     for label, path in (outputs or {}).items():
         lines.append(f"{label}: {path}")
     return "\n".join(lines)
+
+
+def format_pattern_statistics(stats: list, chunks: int) -> str:
+    """The thesis' Table 5.1 for a run (analyses/patterns.py's ClassStatistics): means per transfer
+    class and overall, then every figure's quartiles over all messages."""
+    sides = (("production: % of the production interval needed to produce",
+              (("1 elem", "prod_1elem"), ("quarter", "prod_quarter"), ("half", "prod_half"), ("whole", "prod_whole"))),
+             ("consumption: % of the consumption interval passed upon reception of",
+              (("nothing", "cons_nothing"), ("quarter", "cons_quarter"), ("half", "cons_half"))))
+    lines = [f"{plural(stats[-1].messages, 'message')}, {plural(chunks, 'chunk')} each (quarter = "
+             f"{plural(-(-chunks // 4), 'chunk')}, half = {plural(-(-chunks // 2), 'chunk')})"]
+    for title, columns in sides:
+        lines += ["", title, f"{'class':<10}{'messages':>9}" + "".join(f"{c:>9}" for c, _ in columns)]
+        lines += [f"{s.name:<10}{s.messages:>9}" + "".join(f"{s.mean[f]:>9.1f}" for _, f in columns) for s in stats]
+    everything = stats[-1]
+    lines += ["", "distribution over all messages: 25th percentile / median / 75th percentile"]
+    lines += [f"  {f:<14}" + " / ".join(f"{q:5.1f}" for q in everything.quartiles[f])
+              for _, columns in sides for _, f in columns]
+    return "\n".join(lines)

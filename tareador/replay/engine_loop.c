@@ -1,5 +1,5 @@
 /*
- * The event loop of tareador replay (tareador/replay/engine.py), in C because it visits every
+ * The event loop of tareador replay (tareador/replay/dimemas_engine.py), in C because it visits every
  * action of traces with millions of threads. It follows the control flow of Dimemas 5.5.0
  * (Simulator/sched/schedule.c SCHEDULER_general, SCH_fifo.c, SCH_ss_mpi_cp.c, SCH_rr.c,
  * model/communic.c, model/links.c) step for step, because the order in which same-time steps
@@ -21,26 +21,36 @@
  *     its turn; SS_MPI_CP by priority rank (0 = never set: first, LIFO), FIFO among equal
  *     ranks for a thread that lost its CPU, LIFO for one that keeps its turn; RR slices every
  *     burst by the quantum, and a thread that keeps its turn only gets what is left of it;
- *   - a transfer takes its out link, in link and bus in that order, holding what it got while
- *     it waits in the FIFO queue of the next one; freeing each restarts the first waiter;
+ *   - a thread that gets a CPU first spends the scheduler's context-switch cost on it (every
+ *     time, also to go on with the burst it was running; schedule.c put_thread_on_run), then
+ *     runs its burst (under rr: a new quantum's slice, since the switch was a timer too);
+ *   - a transfer takes its links and bus as engine_network.c describes, waiting in their FIFO
+ *     queues for what it cannot get yet;
+ *   - a global operation (GLOBAL_operation, close_global_communication): its members wait off
+ *     their CPUs until the last arrives; it then takes every inter-node bus (waiting in their
+ *     queue, holding what it got, where messages hold some), lasts its root's time, frees the
+ *     buses and its members queue for a CPU in arrival order, the root last;
  *   - messages match receives by key (sender, receiver, tag, communicator) when they meet, as in
  *     Dimemas, not in send order: an arriving message goes to the first receiver blocked on its
  *     key, a receive takes the first message of its key that arrived, and a rendezvous send goes
  *     when a receiver is blocked on its key (or when its own receive was an irecv reached before).
  *     Whether a send or a receive was reached is known per message: the k-th send of a key
- *     pairs with its k-th receive in trace order, as engine.py matched them.
+ *     pairs with its k-th receive in trace order, as dimemas_engine.py matched them.
  *
- * engine.py matches sends with receives and fills struct plan with C-contiguous numpy arrays it
+ * dimemas_engine.py matches sends with receives and fills struct plan with C-contiguous numpy arrays it
  * keeps alive while the loop exists:
  *   per action   kind (enum action), value: burst length in ns, message index, or for an event
  *                the priority rank it sets (-1 = none; 1 = highest value, runs first; a
  *                thread's rank is 0, ahead of all, until an event sets one)
  *   per thread   its actions are thread_start[t] .. thread_start[t + 1] - 1; node
  *   per message  key, latency and transfer time in ns, rendezvous and immediate flags, by_irecv
- *                (its receive is an irecv), stages[m * STAGES ..]: the pools (links, bus) its
- *                transfer takes, -1 = none; stages is NULL when every bus and link is unlimited.
- *                A receive or wait action's value is its message (a wait's: its irecv's)
- *   per pool     capacity
+ *                (its receive is an irecv); net: its links and bus (engine_network.h), whose
+ *                arrays are NULL when every bus and link is unlimited.
+ *                A receive or wait action's value is its message (a wait's: its irecv's), a
+ *                global operation's its record g: gop_op[g] its operation, gop_root[g] it claims
+ *                the root, gop_time[g] the operation's ns with g as root (gop_startup[g] of them
+ *                latencies, for the recorder); op_size[o] members;
+ *                gop_pool the bus pool (of net) operations take whole (-1: unlimited buses)
  *   outputs      pc: the first action a thread has not done (< thread_start[t + 1]: it never
  *                finished), thread_end
  *   recorder     NULL unless record: reach time of each action; per message the logical and
@@ -60,17 +70,19 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-enum action { A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT }; /* as in engine.py */
-enum policy { FIFO, CP, RR };                                        /* as in engine.py */
-enum status { LOOP_NOMEM = -1, LOOP_DONE, LOOP_PAUSED };           /* as in engine.py */
-enum { STAGES = 3 };                             /* out link, in link, bus; as in engine.py */
+#include "engine_alloc.h"
+#include "engine_network.h"
+
+enum action { A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT, A_GLOBAL }; /* as in dimemas_engine.py */
+enum policy { FIFO, CP, RR };                                        /* as in dimemas_engine.py */
+enum status { LOOP_NOMEM = -1, LOOP_DONE, LOOP_PAUSED };           /* as in dimemas_engine.py */
 enum { PARKED_IMMEDIATE = -1 };                  /* sender[m] of a parked message, else its blocked thread */
 enum { STATE_FIELDS = 5 };                       /* thread, cpu + 1, begin, end, Paraver state */
 
 struct plan {
-    int64_t nthreads, nmsg, nkeys, nnodes, cores, npools, policy, record;
-    int64_t running, waiting_cpu, waiting_message; /* Paraver state codes */
-    double quantum;
+    int64_t nthreads, nmsg, nkeys, nnodes, cores, policy, record;
+    int64_t running, waiting_cpu, waiting_message, switching, startup; /* Paraver state codes */
+    double quantum, context_switch;
     const int8_t *kind;
     const double *value;
     const int64_t *thread_start;
@@ -78,12 +90,19 @@ struct plan {
     const int32_t *key;
     const double *latency, *transfer;
     const uint8_t *rendezvous, *immediate, *by_irecv;
-    const int32_t *stages;
-    const int64_t *capacity;
     int64_t *pc;
     double *thread_end;
     double *reach, *lsend, *psend, *lrecv, *precv;
-    int64_t *sthread, *scpu, *rthread, *rcpu;
+    int64_t *sthread, *scpu, *rthread, *rcpu, *reach_cpu;
+    int64_t nops;              /* global operations (replay/global_ops.py) */
+    int64_t gop_pool;          /* the inter-node bus pool every operation takes whole, -1: unlimited */
+    int64_t group_communication; /* Paraver state of a member in a global operation */
+    const int32_t *gop_op;     /* per global-operation record: its operation */
+    const uint8_t *gop_root;   /* it claims the root */
+    const double *gop_time;    /* ns its operation takes when it is the root */
+    const int32_t *op_size;    /* per operation: its members */
+    const double *gop_startup; /* ns of gop_time[g] that are latencies (Dimemas' startup state) */
+    struct network_plan net;
 };
 
 struct vec {
@@ -98,7 +117,7 @@ struct entry {
 };
 
 /* A FIFO of messages or threads linked through an array of next ones: a message is in at most
- * one queue (parked, waiting for a pool, arrived) at a time, a thread in at most one. */
+ * one queue (parked, arrived) at a time, a thread in at most one. */
 struct queue {
     int32_t head, tail;
 };
@@ -110,7 +129,8 @@ struct loop {
     double now;
     int64_t order, finished;
     struct vec events;   /* item: thread (its burst ends), nthreads + 2m (message m frees its
-                            pools), nthreads + 2m + 1 (message m arrives) */
+                            pools), nthreads + 2m + 1 (message m arrives), nthreads + 2 nmsg + o
+                            (global operation o ends) */
     struct vec *ready;   /* per node: threads waiting for a CPU */
     uint64_t *free_cpus; /* per node, words bits: its free cores */
     int64_t words;
@@ -120,6 +140,7 @@ struct loop {
     int64_t *priority;
     uint8_t *loose;      /* Dimemas' loose_cpu: the thread queues at the tail */
     uint8_t *paying, *paid; /* the thread's head burst is a latency / its latency is paid */
+    uint8_t *switching;  /* the thread's CPU event ends its context switch, not its burst */
     double *work;        /* the burst at the head of the thread's actions, ns left; < 0: none
                             (then the head is the trace's action at pc) */
     double *slice;       /* rr: what the thread has used of its quantum */
@@ -128,14 +149,17 @@ struct loop {
     uint8_t *sent, *posted; /* per message: its send, its receive was reached */
     int32_t *sender;     /* per parked message */
     int32_t *next_msg, *next_thread;
-    int64_t *inuse;      /* per pool */
-    struct queue *waiting; /* per pool */
-    int8_t *taken;       /* per message, stages taken */
+    struct network *net; /* NULL: every link and bus unlimited */
     uint8_t *dirty;      /* per node: queued a thread during this event */
     struct vec reload;   /* the dirty nodes, int32 */
     double *blocked, *queued; /* recorder: since when a thread waits for a message, a CPU */
     double *posted_at;   /* recorder: per message, when its receive was reached */
     struct vec states;   /* recorder: STATE_FIELDS doubles per state */
+    int32_t *op_arrived; /* per global operation: members arrived */
+    int32_t *op_root;    /* its root's record (-1: none yet) and thread */
+    int32_t *op_root_thread;
+    struct queue *op_members; /* the members arrived, in order */
+    double *op_start;    /* recorder: when each started */
 };
 
 /* Room for one more element at the end of v; out of memory, loop_run returns LOOP_NOMEM. */
@@ -318,7 +342,18 @@ static double run_time(struct loop *L, int32_t t)
     return d;
 }
 
-/* put_thread_on_run: the head of node n's queue takes a free CPU and starts its head burst. */
+/* t, on CPU cpu, runs its head burst (or under rr the slice the quantum allows). */
+static void run(struct loop *L, int32_t t, int64_t cpu)
+{
+    double d = run_time(L, t);
+    L->loose[t] = 1;
+    push_event(L, L->now + d, t);
+    if (L->p.record)
+        state(L, t, cpu, L->now, L->now + d, L->paying[t] ? L->p.startup : L->p.running);
+}
+
+/* put_thread_on_run: the head of node n's queue takes a free CPU and, after the context
+ * switch, starts its head burst. */
 static void dispatch(struct loop *L, int32_t n)
 {
     const struct plan *p = &L->p;
@@ -330,13 +365,18 @@ static void dispatch(struct loop *L, int32_t n)
         if (p->record)
             p->reach[i] = L->now;
     }
-    double d = run_time(L, t);
-    L->loose[t] = 1;
-    push_event(L, L->now + d, t);
-    if (p->record) {
+    if (p->record)
         state(L, t, -1, L->queued[t], L->now, p->waiting_cpu);
-        state(L, t, cpu, L->now, L->now + d, p->running);
+    if (p->context_switch > 0) {
+        L->switching[t] = 1;
+        L->loose[t] = 1; /* as every timer Dimemas sets for a thread (EVENT_timer): under rr the
+                            burst after a switch starts a new quantum */
+        push_event(L, L->now + p->context_switch, t);
+        if (p->record)
+            state(L, t, cpu, L->now, L->now + p->context_switch, p->switching);
+        return;
     }
+    run(L, t, cpu);
 }
 
 static void dispatch_one(struct loop *L, int32_t n)
@@ -376,48 +416,30 @@ static void wake_state(struct loop *L, int32_t t)
         state(L, t, -1, L->blocked[t], L->now, L->p.waiting_message);
 }
 
-/* Take the pools of message m's transfer in order; 0 (queued for one) if one is full. */
-static int take_stages(struct loop *L, int64_t m)
-{
-    const struct plan *p = &L->p;
-    for (; L->taken[m] < STAGES; L->taken[m]++) {
-        int32_t pool = p->stages[m * STAGES + L->taken[m]];
-        if (pool < 0)
-            continue;
-        if (L->inuse[pool] >= p->capacity[pool]) {
-            enqueue(L->next_msg, &L->waiting[pool], (int32_t)m);
-            return 0;
-        }
-        L->inuse[pool]++;
-    }
-    return 1;
-}
-
 /* really_send: start message m's transfer once its links and bus are free. */
 static void transfer(struct loop *L, int64_t m)
 {
     const struct plan *p = &L->p;
-    if (p->stages && !take_stages(L, m))
+    if (L->net && !network_acquire(L->net, m))
         return;
     if (p->record)
         p->psend[m] = L->now;
-    if (p->stages)
+    if (L->net)
         push_event(L, L->now + p->transfer[m], p->nthreads + 2 * m);
     push_event(L, L->now + p->transfer[m], p->nthreads + 2 * m + 1);
 }
 
-/* Message m frees its links and bus; each restarts the first transfer waiting for it. */
-static void free_stages(struct loop *L, int64_t m)
+static void begin_global(struct loop *L, int64_t o);
+
+/* A link or bus freed for x: a transfer (x < nmsg) tries again, a global operation (nmsg + o)
+ * that now holds every bus begins. */
+static void retry(void *ctx, int64_t x)
 {
-    const struct plan *p = &L->p;
-    for (int64_t j = 0; j < STAGES; j++) {
-        int32_t pool = p->stages[m * STAGES + j];
-        if (pool < 0)
-            continue;
-        L->inuse[pool]--;
-        if (L->waiting[pool].head >= 0)
-            transfer(L, dequeue(L->next_msg, &L->waiting[pool]));
-    }
+    struct loop *L = ctx;
+    if (x < L->p.nmsg)
+        transfer(L, x);
+    else
+        begin_global(L, x - L->p.nmsg);
 }
 
 /* Recorder: thread w takes message got in the receive or wait whose own message is m. */
@@ -545,6 +567,83 @@ static void do_receive(struct loop *L, int32_t t, int64_t i, int64_t m, int k)
     }
 }
 
+/* start_global_op: the operation takes its root's time, then frees the buses and ends. */
+static void begin_global(struct loop *L, int64_t o)
+{
+    const struct plan *p = &L->p;
+    if (p->record)
+        L->op_start[o] = L->now;
+    push_event(L, L->now + p->gop_time[L->op_root[o]], p->nthreads + 2 * p->nmsg + o);
+}
+
+/* global_op_get_all_buses: with limited buses, the operation takes every bus of the network:
+ * those free now, and it waits in the buses' queue (holding them) for the others. */
+static void take_all_buses(struct loop *L, int64_t o)
+{
+    if (L->p.gop_pool < 0 || network_take_all_buses(L->net, (int32_t)L->p.gop_pool, o))
+        begin_global(L, o);
+}
+
+/* free_global_communication_resources: the buses go to their queue's waiters in order. */
+static void free_all_buses(struct loop *L, int64_t o)
+{
+    if (L->p.gop_pool >= 0)
+        network_free_all_buses(L->net, (int32_t)L->p.gop_pool, o, retry, L);
+}
+
+/* GLOBAL_operation (blocking): t waits off its CPU until every member arrived; the last one
+ * starts the operation, which takes its root's time: the member that claims the root (the last
+ * such), else the last to arrive. No startup is paid (global_ops.py). */
+static void do_global(struct loop *L, int32_t t, int64_t i)
+{
+    const struct plan *p = &L->p;
+    int64_t g = (int64_t)p->value[i];
+    int32_t o = p->gop_op[g];
+    reached(L, t, i);
+    enqueue(L->next_thread, &L->op_members[o], t);
+    block(L, t);
+    int last = ++L->op_arrived[o] == p->op_size[o];
+    if (p->gop_root[g] || (last && L->op_root[o] < 0)) {
+        L->op_root[o] = (int32_t)g;
+        L->op_root_thread[o] = t;
+    }
+    if (last)
+        take_all_buses(L, o);
+}
+
+/* Recorder, as Dimemas' start_global_op writes it: Group Communication until the operation
+ * starts, its latencies as a startup on the member's CPU, then Group Communication to the end. */
+static void leave_global(struct loop *L, int32_t w, int64_t o)
+{
+    const struct plan *p = &L->p;
+    if (p->record) {
+        double start = L->op_start[o], up = start + p->gop_startup[L->op_root[o]];
+        state(L, w, -1, L->blocked[w], start, p->group_communication);
+        state(L, w, L->cpu_of[w], start, up, p->startup);
+        state(L, w, -1, up, L->now, p->group_communication);
+    }
+    if (++L->p.pc[w] == end_of(L, w)) {
+        finish(L, w);
+        return;
+    }
+    L->loose[w] = 1;
+    to_ready(L, w);
+}
+
+/* close_global_communication: the members queue for a CPU in the order they arrived, the root
+ * last (the communicator's queue after the root went to take the buses and came back). */
+static void close_global(struct loop *L, int64_t o)
+{
+    int32_t root = L->op_root_thread[o];
+    free_all_buses(L, o);
+    while (L->op_members[o].head >= 0) {
+        int32_t w = dequeue(L->next_thread, &L->op_members[o]);
+        if (w != root)
+            leave_global(L, w, o);
+    }
+    leave_global(L, root, o);
+}
+
 /* SCHEDULER_general's next_op: t, off its CPU, does actions until one takes time or blocks. */
 static void run_actions(struct loop *L, int32_t t)
 {
@@ -561,6 +660,10 @@ static void run_actions(struct loop *L, int32_t t)
             return;
         }
         int k = p->kind[i];
+        if (k == A_GLOBAL) {
+            do_global(L, t, i);
+            return;
+        }
         if (k != A_EVENT) {
             int64_t m = (int64_t)p->value[i];
             if (k == A_SEND)
@@ -569,8 +672,10 @@ static void run_actions(struct loop *L, int32_t t)
                 do_receive(L, t, i, m, k);
             return;
         }
-        if (p->record)
+        if (p->record) {
             p->reach[i] = L->now;
+            p->reach_cpu[i] = L->cpu_of[t] + 1; /* where it last ran, as Dimemas writes its events */
+        }
         if (p->value[i] >= 0)
             L->priority[t] = (int64_t)p->value[i];
         p->pc[t]++;
@@ -581,8 +686,13 @@ static void run_actions(struct loop *L, int32_t t)
 static void burst_ends(struct loop *L, int32_t t)
 {
     int32_t n = L->p.node[t];
+    if (L->switching[t]) {
+        L->switching[t] = 0;
+        run(L, t, L->cpu_of[t]);
+        return;
+    }
     set_cpu_free(L, n, L->cpu_of[t] - (int64_t)n * L->p.cores, 1);
-    if (L->paying[t]) {
+    if (L->paying[t] && L->work[t] < 0) { /* under rr, once its last slice ran */
         L->paying[t] = 0;
         L->paid[t] = 1;
     }
@@ -595,20 +705,16 @@ void loop_free(struct loop *L)
     if (!L)
         return;
     free(L->events.data);
+    network_free(L->net);
     for (int64_t n = 0; L->ready && n < L->p.nnodes; n++)
         free(L->ready[n].data);
     void *arrays[] = {L->ready, L->free_cpus, L->nfree, L->context, L->cpu_of, L->priority, L->loose, L->paying,
-                      L->paid, L->work, L->slice, L->arrived, L->parked, L->receivers, L->sent, L->posted,
-                      L->sender, L->next_msg, L->next_thread, L->inuse, L->waiting, L->taken, L->dirty,
-                      L->reload.data, L->blocked, L->queued, L->posted_at, L->states.data};
-    for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
-        free(arrays[k]);
+                      L->paid, L->switching, L->work, L->slice, L->arrived, L->parked, L->receivers, L->sent,
+                      L->posted, L->sender, L->next_msg, L->next_thread, L->dirty, L->reload.data, L->blocked,
+                      L->queued, L->posted_at, L->states.data, L->op_arrived, L->op_root, L->op_root_thread,
+                      L->op_members, L->op_start};
+    free_all(arrays, sizeof arrays / sizeof *arrays);
     free(L);
-}
-
-static void *zeros(int64_t n, size_t size)
-{
-    return calloc(n > 0 ? n : 1, size);
 }
 
 /* NULL when memory is short. */
@@ -629,6 +735,7 @@ struct loop *loop_new(const struct plan *p)
     L->loose = zeros(T, sizeof *L->loose);
     L->paying = zeros(T, sizeof *L->paying);
     L->paid = zeros(T, sizeof *L->paid);
+    L->switching = zeros(T, sizeof *L->switching);
     L->work = zeros(T, sizeof *L->work);
     L->slice = zeros(T, sizeof *L->slice);
     L->arrived = zeros(K, sizeof *L->arrived);
@@ -639,16 +746,20 @@ struct loop *loop_new(const struct plan *p)
     L->sender = zeros(M, sizeof *L->sender);
     L->next_msg = zeros(M, sizeof *L->next_msg);
     L->next_thread = zeros(T, sizeof *L->next_thread);
-    L->inuse = zeros(p->npools, sizeof *L->inuse);
-    L->waiting = zeros(p->npools, sizeof *L->waiting);
-    L->taken = zeros(p->stages ? M : 0, sizeof *L->taken);
+    L->net = p->net.flags ? network_new(&p->net, M, p->nops) : NULL;
     L->dirty = zeros(N, sizeof *L->dirty);
     L->blocked = zeros(p->record ? T : 0, sizeof *L->blocked);
     L->queued = zeros(p->record ? T : 0, sizeof *L->queued);
     L->posted_at = zeros(p->record ? M : 0, sizeof *L->posted_at);
-    if (!(L->ready && L->free_cpus && L->nfree && L->context && L->cpu_of && L->priority && L->loose &&
-          L->paying && L->paid && L->work && L->slice && L->arrived && L->parked && L->receivers && L->sent &&
-          L->posted && L->sender && L->next_msg && L->next_thread && L->inuse && L->waiting && L->taken &&
+    L->op_arrived = zeros(p->nops, sizeof *L->op_arrived);
+    L->op_root = zeros(p->nops, sizeof *L->op_root);
+    L->op_root_thread = zeros(p->nops, sizeof *L->op_root_thread);
+    L->op_members = zeros(p->nops, sizeof *L->op_members);
+    L->op_start = zeros(p->record ? p->nops : 0, sizeof *L->op_start);
+    if (!(L->op_arrived && L->op_root && L->op_root_thread && L->op_members && L->op_start &&
+          L->ready && L->free_cpus && L->nfree && L->context && L->cpu_of && L->priority && L->loose &&
+          L->paying && L->paid && L->switching && L->work && L->slice && L->arrived && L->parked && L->receivers &&
+          L->sent && L->posted && L->sender && L->next_msg && L->next_thread && (L->net || !p->net.flags) &&
           L->dirty && L->blocked && L->queued && L->posted_at)) {
         loop_free(L);
         return NULL;
@@ -666,8 +777,10 @@ struct loop *loop_new(const struct plan *p)
     for (int64_t k = 0; k < K; k++)
         L->arrived[k].head = L->arrived[k].tail = L->parked[k].head = L->parked[k].tail = L->receivers[k].head =
             L->receivers[k].tail = -1;
-    for (int64_t k = 0; k < p->npools; k++)
-        L->waiting[k].head = L->waiting[k].tail = -1;
+    for (int64_t o = 0; o < p->nops; o++) {
+        L->op_root[o] = -1;
+        L->op_members[o].head = L->op_members[o].tail = -1;
+    }
     return L;
 }
 
@@ -707,10 +820,12 @@ int loop_run(struct loop *L, int64_t pause_at, int64_t max_events)
         L->now = e.major;
         if (e.item < p->nthreads)
             burst_ends(L, (int32_t)e.item);
+        else if (e.item >= p->nthreads + 2 * p->nmsg)
+            close_global(L, e.item - p->nthreads - 2 * p->nmsg);
         else if ((e.item - p->nthreads) % 2)
             arrive(L, (e.item - p->nthreads) / 2);
         else
-            free_stages(L, (e.item - p->nthreads) / 2);
+            network_release(L->net, (e.item - p->nthreads) / 2, retry, L);
         reload(L);
     }
 }

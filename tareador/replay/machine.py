@@ -1,8 +1,9 @@
 """The simulated machine, from a readable TOML file or from a Dimemas configuration (.cfg).
 
 Units follow Dimemas so that one machine drives both replays identically: seconds, bandwidth in
-MB/s with MB = 2^20 bytes (0 = instantaneous), 0 buses or links = unlimited, and the relative
-CPU speed divides every burst. Traced instruction counts become seconds through
+MB/s with MB = 2^20 bytes (0 = instantaneous), 0 buses = unlimited, in and out links both 0 =
+unlimited (exactly one 0: max(in, out) half-duplex links), and the relative CPU speed divides
+every burst. Traced instruction counts become seconds through
 ``instructions_per_second`` (times the relative speed).
 """
 
@@ -49,6 +50,9 @@ class Machine:
     tasks_per_node: int = 1  # Dimemas' predefined mapping; 0 fills each node's cores
     policy: str | None = None  # None: the file names none (replay then queues FIFO, as Dimemas; simulate uses cp)
     quantum: float = 0.0  # seconds, round robin only
+    context_switch: float = 0.0  # seconds a thread spends each time it gets a CPU, before running
+    collective_model: int = 1  # Dimemas' model of global operations: 1 constant, 2 linear, 3 logarithmic
+    collectives_file: str = ""  # a .cfg's collective-model file (replay refuses global operations then)
 
     @property
     def rate(self) -> float:
@@ -56,20 +60,26 @@ class Machine:
         return self.instructions_per_second * self.relative_speed
 
     def node_of_tasks(self, ntasks: int) -> list[int]:
+        """Dimemas' predefined mapping: tasks (MPI ranks) fill node 0, then node 1, ...
+
+        A machine too small for the trace is refused rather than grown: its node count is the
+        machine being studied, and a silently larger one would answer another question.
+        """
         per_node = self.tasks_per_node or self.cores_per_node
-        nodes = [t // per_node for t in range(ntasks)]
-        if nodes and nodes[-1] >= self.nodes:
-            raise MachineError(f"{ntasks} tasks at {per_node} per node need {nodes[-1] + 1} nodes; "
-                               f"the machine has {self.nodes}")
-        return nodes
+        need = -(-ntasks // per_node)
+        if need > self.nodes:
+            raise MachineError(f"{ntasks} ranks at {per_node} per node need {need} nodes but the machine has "
+                               f"{self.nodes}; give it more nodes or more ranks per node (tasks_per_node, "
+                               f"--ranks-per-node {-(-ntasks // self.nodes)})")
+        return [t // per_node for t in range(ntasks)]
 
 
 TOML_SECTIONS = {
     "cpu": ("nodes", "cores_per_node", "relative_speed", "instructions_per_second", "task_overhead",
             "tasks_per_node"),
     "network": ("intra_latency", "intra_bandwidth", "intra_buses", "intra_in_links", "intra_out_links",
-                "inter_latency", "inter_bandwidth", "buses", "in_links", "out_links"),
-    "scheduler": ("policy", "quantum"),
+                "inter_latency", "inter_bandwidth", "buses", "in_links", "out_links", "collective_model"),
+    "scheduler": ("policy", "quantum", "context_switch"),
 }
 
 
@@ -116,6 +126,8 @@ def _checked(values: dict, path) -> Machine:
     for key, value in values.items():
         if key == "policy":
             value = str(value).lower()
+        elif key == "collectives_file":
+            pass
         elif isinstance(value, bool) or not isinstance(value, (int, float)):
             raise MachineError(f"{path}: {key} must be a number, not {value!r}")
         elif value < 0 or not math.isfinite(value):
@@ -137,6 +149,9 @@ def _checked(values: dict, path) -> Machine:
         raise MachineError(f"{path}: instructions_per_second and relative_speed must be positive")
     if m.policy is not None and m.policy not in POLICIES:
         raise MachineError(f"{path}: policy {m.policy!r} is not one of {', '.join(POLICIES)}")
+    if m.collective_model not in (1, 2, 3):
+        raise MachineError(f"{path}: collective_model must be 1 (constant), 2 (linear) or 3 (logarithmic), "
+                           f"Dimemas' models of global operations, not {m.collective_model}")
     if m.policy == "rr" and m.quantum <= 0:
         raise MachineError(f"{path}: the rr policy needs a quantum > 0 (seconds)")
     return m
@@ -181,6 +196,7 @@ def parse_cfg(text: str, path: Path | str = "<cfg>") -> Machine:
     values["nodes"] = num("environment information", lineno, env, 3, int)
     values["inter_bandwidth"] = num("environment information", lineno, env, 4)
     values["buses"] = num("environment information", lineno, env, 5, int)
+    values["collective_model"] = num("environment information", lineno, env, 6, int)
     # "multi node information" starts with machine id and node count, "node information" with
     # machine id and an architecture name: the per-node fields start at different positions.
     node_records = [("multi node information", 3, r) for r in records.get("multi node information", [])]
@@ -203,6 +219,7 @@ def parse_cfg(text: str, path: Path | str = "<cfg>") -> Machine:
         sched = items[0].strip().strip('"') if items else ""
         if sched:
             values.update(_scheduler_file(path.parent / sched))
+        values["collectives_file"] = items[2].strip().strip('"') if len(items) > 2 else ""
     if values.get("relative_speed", 1.0) <= 0:
         raise MachineError(f"{path}: relative speed {values['relative_speed']} (instantaneous or fixed-duration "
                            "bursts) is not supported")
@@ -219,8 +236,16 @@ def _predefined_mapping(text: str, path, lineno: int) -> int:
                        "(use 'N TASKS_PER_NODE' or 'FILL_NODES')")
 
 
+# The labels Dimemas' schedulers read (sched/SCH_fifo.c, SCH_rr.c), with the key each sets.
+_SCHEDULER_LABELS = {"Context switch cost": "context_switch", "Quantum": "quantum"}
+
+
 def _scheduler_file(path: Path) -> dict:
-    """Dimemas scheduler definition: 'Policy: NAME' then 'Label (seconds): value' lines."""
+    """Dimemas scheduler definition: 'Policy: NAME' then 'Label (seconds): value' lines.
+
+    Dimemas' SS_MPI_CP reads nothing past the policy line, so under it a context-switch cost in
+    the file costs nothing there; it costs nothing here either, so that both replays agree.
+    """
     lines = _read_text(path, "Dimemas scheduler file").splitlines()
     m = re.match(r"\s*Policy:\s*(\S+)", lines[0] if lines else "")
     if not m:
@@ -228,11 +253,14 @@ def _scheduler_file(path: Path) -> dict:
     if m.group(1) not in DIMEMAS_POLICIES:
         raise MachineError(f"{path}:1: policy {m.group(1)} is not supported ({', '.join(DIMEMAS_POLICIES)})")
     out: dict = {"policy": DIMEMAS_POLICIES[m.group(1)]}
+    if out["policy"] == "cp":
+        return out
     for lineno, line in enumerate(lines[1:], start=2):
-        q = re.match(r"\s*Quantum \(seconds\):\s*(\S+)", line)
+        q = re.match(r"\s*(Context switch cost|Quantum) \(seconds\):\s*(\S+)", line)
         if q:
             try:
-                out["quantum"] = float(q.group(1))
+                out[_SCHEDULER_LABELS[q.group(1)]] = float(q.group(2))
             except ValueError:
-                raise MachineError(f"{path}:{lineno}: quantum {q.group(1)!r} is not a number of seconds") from None
+                raise MachineError(f"{path}:{lineno}: {q.group(1).lower()} {q.group(2)!r} is not a number of "
+                                   "seconds") from None
     return out

@@ -192,6 +192,7 @@ def read_rank(d: Path, rank: int, size: int) -> RankTables:
     _check_comms(d / "comms.csv", comms, rank, size)
     calls = read_table(d / "mpi.csv", MpiCall, remedy)
     _check_calls(d / "mpi.csv", calls, rank, size, trace, {c.comm for c in comms})
+    trace.tinf  # computed where the rank is read: ranks are read in parallel (tareador.workers)
     return RankTables(trace, calls, comms)
 
 
@@ -265,8 +266,9 @@ def _check_calls(path: Path, calls: list[MpiCall], rank: int, size: int, trace: 
 
 # ----------------------------------------------------------------------------------- the run
 
-def read_ranks(directory: Path) -> list[RankTables]:
+def read_ranks(directory: Path, starmap=None) -> list[RankTables]:
     """Every rank of a run, in rank order; a rank that wrote nothing is an empty, partial trace.
+    ``starmap`` reads the ranks (tareador.workers.rank_pool; default: one after the other).
 
     A run's size is what its ranks say (their summaries' "size"); a rank directory numbered
     beyond it, or from a run of another size, is left from another run and refused.
@@ -288,20 +290,22 @@ def read_ranks(directory: Path) -> list[RankTables]:
         told = f"is rank {r} of a run of {size} ranks" if sizes[r] == size else \
             f"is from a run of {sizes[r]} ranks, the others from one of {size}"
         raise TraceDirError(f"{dirs[r]} {told}: remove it or trace the run again into an empty directory")
-    read = {r: read_rank(d, r, size) for r, d in dirs.items()}  # before any placeholder: a corrupt size is refused
+    starmap = starmap or (lambda function, items: [function(*item) for item in items])
+    # Every directory is read before any placeholder is made: a corrupt size is refused first.
+    read = dict(zip(dirs, starmap(read_rank, [(d, r, size) for r, d in dirs.items()])))
     return [read[r] if r in read else
             RankTables(TaskTrace([], [], [], {"rank": r, "size": size, "partial": True, "ending": MISSING}), [], [])
             for r in range(size)]
 
 
-def build_run(directory: str | Path, ending: str | None = None) -> MpiRun:
+def build_run(directory: str | Path, ending: str | None = None, starmap=None) -> MpiRun:
     """Match the calls of a run's ranks and write the run's own files (tareador postprocess).
 
     ``ending``: how the launch ended when tareador stopped it (a timeout, Ctrl-C), which makes
-    the run partial.
+    the run partial; ``starmap``: what reads the ranks (``read_ranks``).
     """
     d = Path(directory)
-    run = _run(d, read_ranks(d), {})
+    run = _run(d, read_ranks(d, starmap), {})
     run.summary = _summary(run, ending)
     write_table(d / "mpi.csv", MpiCall, run.calls)
     write_table(d / "messages.csv", Message, run.messages)

@@ -21,8 +21,9 @@ TABLES = {"tasks.csv": TaskInstance, "deps.csv": Dependency, "objects.csv": Data
 OWNED = ("tasks.csv", "deps.csv", "objects.csv", "summary.json", "graph.dot", "graph.svg", "graph.png",
          "simulation-*.prv", "simulation-*.pcf", "simulation-*.row", "simulation-*.json", "speedup.png",
          "profile.png", "gantt.png", "speedup.csv", "profile.csv", "ompss.dim", "ompss.pcf", "authentic.dim",
-         "authentic.pcf", "whatif-*.png", "whatif.csv", "mpi.csv", "comms.csv", "messages.csv", "accesses.csv",
-         "calls.csv")
+         "authentic.pcf", "whatif-*.png", "whatif.csv", "mpi.csv", "comms.csv", "messages.csv",
+         "patterns.npz", "patterns.csv", "patterns-*.png", "overlap-*.dim", "overlap.csv", "overlap.png",
+         "accesses.csv", "calls.csv")
 
 
 class TraceDirError(Exception):
@@ -74,8 +75,9 @@ def _first_undecodable_line(path: Path) -> int:
 def _check(d: Path, tasks: list[TaskInstance], deps: list[Dependency]) -> None:
     """What every later stage relies on, named by file and line (rows start at line 2)."""
     ids = {}
+    table = d / "tasks.csv"  # once: a path per row was half of loading a large trace
     for line, t in enumerate(tasks, start=2):
-        where = f"{d / 'tasks.csv'}:{line}: task {t.id}"
+        where = f"{table}:{line}: task {t.id}"
         if t.id in ids:
             raise TraceDirError(f"{where} appears twice (also line {ids[t.id]}); the file is corrupt")
         ids[t.id] = line
@@ -83,15 +85,16 @@ def _check(d: Path, tasks: list[TaskInstance], deps: list[Dependency]) -> None:
             raise TraceDirError(f"{where} has negative instructions or ends before it starts; the file is corrupt")
     first = {t.id: t for t in tasks}
     for line, t in enumerate(tasks, start=2):
-        where = f"{d / 'tasks.csv'}:{line}: task {t.id}"
+        where = f"{table}:{line}: task {t.id}"
         if t.parent != -1 and t.parent not in ids:
             raise TraceDirError(f"{where} names parent {t.parent}, which is not in the file; the file is corrupt")
         head = first.get(t.instance)
         if head is None or head.instance != head.id or head.id > t.id or head.parent != t.parent:
             raise TraceDirError(f"{where} names instance {t.instance}, which is not the first fragment of an "
                                 "instance with the same parent; the file is corrupt")
+    table = d / "deps.csv"
     for line, dep in enumerate(deps, start=2):
-        where = f"{d / 'deps.csv'}:{line}:"
+        where = f"{table}:{line}:"
         if dep.src not in ids or dep.dst not in ids:
             raise TraceDirError(f"{where} dependency {dep.src} -> {dep.dst} names a task that is not in tasks.csv")
         if dep.kind not in DEPENDENCY_KINDS:

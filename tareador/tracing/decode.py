@@ -29,6 +29,8 @@ MPI_CALL_ROW = np.dtype([("call", "<u4"), ("task", "<u4"), ("peer", "<i4"), ("ta
                          ("object", "<u4"), ("bytes", "<u8"), ("posted", "<u8"), ("completed", "<u8"),
                          ("request", "<i8")])
 COMPLETION_ROW = np.dtype([("call", "<u8"), ("request", "<u8")])
+PATTERN_ROW = np.dtype([("call", "<u8"), ("address", "<u8"), ("bytes", "<u8"), ("element", "<u8"), ("at", "<u8"),
+                        ("first", "<u8"), ("end", "<u8"), ("receive", "<u4"), ("pad", "<u4")])
 COMM_ROW = np.dtype([("handle", "<u8"), ("alive", "<u4"), ("me", "<u4"), ("size", "<u8"), ("first", "<u8")])
 OBJECT_KINDS = ("heap", "global", "stack")
 NO_PARENT = 0xFFFFFFFF
@@ -43,6 +45,8 @@ def _unpack(meta: dict, data: bytes) -> list[np.ndarray]:
         mpi = meta["mpi"]["counts"]
         layout += [(MPI_CALL_ROW, mpi["calls"]), (COMPLETION_ROW, mpi["completions"]), (COMM_ROW, mpi["comms"]),
                    (np.dtype("<i4"), mpi["ranks"])]
+    if meta.get("patterns"):
+        layout += [(PATTERN_ROW, meta["patterns"]["rows"]), (np.dtype("<u8"), meta["patterns"]["times"])]
     expected = sum(dtype.itemsize * n for dtype, n in layout)
     if len(data or b"") != expected:
         raise ValueError(f"agent sent {len(data or b'')} bytes of tables, expected {expected}")
@@ -168,7 +172,7 @@ def mpi_tables(meta: dict, data: bytes, objects: list[DataObject], rank: int) ->
     """The rank's MPI calls (mpi.csv) and communicators (comms.csv). Buffers are named by the
     objects.csv name of their object; a library's own block (latent, not listed) has none."""
     tables = _unpack(meta, data)
-    raw_objects, calls, completions, comms, ranks = tables[1], *tables[5:]
+    raw_objects, calls, completions, comms, ranks = tables[1], *tables[5:9]
     listed = raw_objects["latent"] == 0
     number = np.cumsum(listed) - 1
     names = meta["mpi"]["names"]
@@ -185,3 +189,11 @@ def mpi_tables(meta: dict, data: bytes, objects: list[DataObject], rank: int) ->
     members = ranks.tolist()
     return rows, [Communicator(n, size, ";".join(map(str, members[first:first + size])))
                   for n, (size, first) in enumerate(zip(comms["size"].tolist(), comms["first"].tolist()))]
+
+
+def pattern_tables(meta: dict, data: bytes) -> tuple[np.ndarray, np.ndarray] | None:
+    """patterns.c's message buffers and their elements' times (None when not recorded)."""
+    if not meta.get("patterns"):
+        return None
+    rows, times = _unpack(meta, data)[-2:]
+    return rows, times

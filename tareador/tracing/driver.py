@@ -158,8 +158,10 @@ def _exec_through(device, argv: list[str], env: dict) -> int | None:
 
 
 def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RECORDS,
-              ignored_modules: tuple[str, ...] = (), system_modules: tuple[str, ...] = ()) -> AgentResult:
-    """Spawn argv under the agent; returns the agent's result (or what is known if none came)."""
+              ignored_modules: tuple[str, ...] = (), system_modules: tuple[str, ...] = (),
+              patterns: bool = False) -> AgentResult:
+    """Spawn argv under the agent; returns the agent's result (or what is known if none came).
+    patterns: also record the communication patterns (tracer_agents/patterns.c; MPI runs)."""
     path = check_program(argv)
     sources = toolchain.agent_sources()
     toolchain.installed_annotation_library()
@@ -206,6 +208,7 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
                     "bufferRecords": buffer_records,
                     "ignoredModules": list(ignored_modules),
                     "systemModules": list(system_modules),
+                    "patterns": patterns,
                 })
             except (frida.core.RPCException, frida.InvalidOperationError) as e:
                 reason = str(e).splitlines()[0].removeprefix("Error: ")  # the agent's message, not its JS stack

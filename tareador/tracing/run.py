@@ -18,6 +18,7 @@ from pathlib import Path
 
 from tareador import __version__
 from tareador.taskgraph.model import TaskTrace
+from tareador.taskgraph.patterns import save_rank_patterns
 from tareador.taskgraph.store import save, save_accesses, save_mpi
 from tareador.tracing import decode, mpi_launch
 from tareador.tracing.driver import TracingError, run_agent
@@ -184,7 +185,7 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     check_output(Path(out_dir))
     status = StatusRow.on_stderr() if progress else None
     try:
-        result = run_agent(argv, progress=status)
+        result = run_agent(argv, progress=status, patterns=mpi)
     finally:
         if status:
             status.close()
@@ -210,6 +211,9 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     calls, comms = decode.mpi_tables(meta, result.data, objects, rank) if mpi_meta else ([], [])
     if mpi or mpi_meta:
         warnings += _mpi_warnings(mpi_meta, rank)
+    if (meta.get("patterns") or {}).get("dropped"):
+        warnings.append(f"{meta['patterns']['dropped']} message buffer(s) beyond the patterns' tables were not "
+                        "recorded: tareador patterns and overlap leave those messages out")
     trace = TaskTrace(tasks, deps, objects, {}, str(out_dir))
     trace.summary = {
         "program": argv[0],
@@ -239,6 +243,9 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     save_accesses(out_dir, *decode.access_rows(meta, result.data, objects))
     if mpi or mpi_meta:
         save_mpi(out_dir, calls, comms)
+    recorded = decode.pattern_tables(meta, result.data)
+    if recorded is not None:
+        save_rank_patterns(out_dir, *recorded, end=meta["instructions"])
     if problem:
         raise AnnotationError(problem, str(out_dir))
     return trace

@@ -52,7 +52,7 @@ def installed_annotation_library() -> Path:
 
 
 def analysis_library() -> Path:
-    sources = [agents_dir() / "shadow.c", agents_dir() / "endings.c"]
+    sources = [agents_dir() / name for name in ("shadow.c", "endings.c", "patterns.c")]
     return build("libtareador_shadow.so", sources,
                  lambda out, tmp: [[compiler(), "-O2", "-fPIC", "-shared", "-Wall", *map(str, sources), "-o", str(out)]])
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from tareador.analyses.speedup import parallelism_profile, study, utilisation
-from tareador.replay.dag import dag_from_trace, load_dag, simulate
+from tareador.replay.list_scheduler import simulate
+from tareador.taskgraph.dag import dag_from_trace, load_dag
 from tareador.replay.machine import Machine
 from tareador.taskgraph.metrics import schedule_edges
 from tareador.taskgraph.model import DataObject, Dependency, TaskInstance, TaskTrace

@@ -4,12 +4,19 @@ What the model does (read in the source of Dimemas 5.5.0 and checked against its
 - a thread needs one of its node's CPUs to do anything; it gives the CPU up when it blocks
   (receive or wait for a message not yet there, rendezvous send whose receiver is not there yet)
   or ends, and queues for one again when unblocked;
+- a thread that gets a CPU spends the scheduler's context-switch cost on it first, each time;
 - a send, a receive and a wait cost the thread ``latency`` on its CPU first (an irecv does not),
   then the transfer takes size / bandwidth, after taking the sender's out link, the receiver's
-  in link and a bus where those are limited;
+  in link and a bus where those are limited (engine_network.c: half-duplex links, links lent
+  between transfers);
 - rendezvous sends (sync bit 0, and every message between two threads of one task) start their
   transfer only once a receive waits for them; an immediate send lets the sender go on meanwhile;
 - latency and bandwidth are the intra-node ones when both tasks share a node, else inter-node;
+  the dependencies between a rank's threads in an MPI run's ompss.dim (communicator
+  DEPENDENCY_COMM) take no time and no link or bus, as in the thesis' extended Dimemas;
+- a global operation (record 10) blocks its members until the last arrives, takes every
+  inter-node bus where they are limited, lasts Dimemas' fan-in/fan-out time of its root's
+  bytes, then its members queue for a CPU (replay/global_ops.py has the model);
 - ready threads queue FIFO; ``cp`` (Dimemas SS_MPI_CP) orders them by the priority events 6999
   (higher value first, never-set first in LIFO order); ``rr`` slices bursts by the quantum;
 - the scheduling points are Dimemas': every burst (empty ones too) is one, a thread that sends
@@ -33,17 +40,26 @@ from pathlib import Path
 
 import numpy as np
 
-from tareador.formats.dimemas import BURST, EVENT, RECV, SEND, SYNC_IMMEDIATE, SYNC_RENDEZVOUS, DimError, DimTrace
-from tareador.formats.paraver import (PRIORITY_EVENT, RUNNING, TASK_EVENT, WAITING_CPU, WAITING_MESSAGE, ParaverRun,
-                                      nanoseconds, pcf_value_labels, task_event_labels)
+from tareador.formats import mpi_events
+from tareador.formats.dimemas import (BURST, EVENT, GLOBAL_OP, RECV, SEND, SYNC_IMMEDIATE, SYNC_RENDEZVOUS, DimError,
+                                      DimTrace)
+from tareador.formats.dimemas_mpi import DEPENDENCY_COMM
+from tareador.formats.paraver import (CONTEXT_SWITCH, GROUP_COMMUNICATION, PRIORITY_EVENT, RUNNING, STARTUP_LATENCY,
+                                      TASK_EVENT, WAITING_CPU, WAITING_MESSAGE, ParaverRun, nanoseconds,
+                                      pcf_value_labels, task_event_labels, thread_labels)
 from tareador.native import build, compiler
-from tareador.replay.dag import sorted_unique
+from tareador.taskgraph.dag import sorted_unique
+from tareador.replay.global_ops import plan_global_ops
 from tareador.replay.machine import MB, Machine, MachineError
 
-A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT = range(6)  # enum action in engine_loop.c
+A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT, A_GLOBAL = range(7)  # enum action in engine_loop.c
 POLICIES = {"fifo": 0, "cp": 1, "rr": 2}  # enum policy in engine_loop.c
 LOOP_NOMEM, LOOP_DONE = -1, 0  # enum status in engine_loop.c
+NET_DEST_FIRST, NET_STEALS = 1, 2  # message flags in engine_network.h
 NO_PRIORITY = -1  # value of an event action that sets no priority
+# Events Dimemas keeps out of its Paraver trace (prv_utils/paraver.cc PARAVER_Event): idle (0),
+# preemption (6998) and scheduling priority (6999) are the scheduler's, not the program's.
+DIMEMAS_OWN_EVENTS = (0, 6998, PRIORITY_EVENT)
 NS = 1e9  # the event loop counts nanoseconds in floats, as Dimemas does: whole ns stay exact
 PROGRESS_EVERY = 65536  # finished threads between progress reports
 EVENTS_PER_CALL = 1 << 20  # events the loop handles before Python takes a pending Ctrl-C (a few ms)
@@ -85,8 +101,12 @@ class _Plan:
     by_irecv: np.ndarray  # per message: its receive is an irecv
     size: np.ndarray
     tag: np.ndarray
-    capacity: np.ndarray  # of each limited bus or link
-    stages: np.ndarray | None  # per message, the pools its transfer takes (engine_loop.c's STAGES); None: unlimited
+    network: dict[str, np.ndarray] | None  # engine_network.h's struct network_plan arrays; None: all unlimited
+    gop_op: np.ndarray  # per global-operation record (an A_GLOBAL action's value), its operation
+    gop_root: np.ndarray  # it claims the root
+    gop_time: np.ndarray  # ns its operation takes when it is the root (replay/global_ops.py)
+    gop_startup: np.ndarray  # ns of that time that are latencies (only the Paraver states show them)
+    op_size: np.ndarray  # per global operation, its members
 
 
 def _match(first_keys: list[np.ndarray], second_keys: list[np.ndarray], first: np.ndarray, second: np.ndarray,
@@ -165,17 +185,21 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
     by_irecv = np.zeros(len(sends), bool)
     by_irecv[msg[recvs]] = mode[recvs] == 1
 
-    # Actions: every burst (an empty one is a scheduling point too), send and receive, and one per
-    # run of consecutive events: what events change is only whether a thread's next action is a
-    # burst, and the priority the run leaves set.
+    glops = np.flatnonzero(op == GLOBAL_OP)
+    msg[glops] = np.arange(len(glops))
+    gop_op, gop_root, gop_time, gop_startup, op_size = plan_global_ops(trace, machine, node_of_task, glops)
+
+    # Actions: every burst (an empty one is a scheduling point too), send, receive and global
+    # operation, and one per run of consecutive events: what events change is only whether a
+    # thread's next action is a burst, and the priority the run leaves set.
     events = np.flatnonzero(op == EVENT)
     run_start = _event_runs(events, g)
-    keep = (op == BURST) | (op == SEND) | (op == RECV)
+    keep = (op == BURST) | (op == SEND) | (op == RECV) | (op == GLOBAL_OP)
     keep[events[run_start]] = True
     record = np.flatnonzero(keep)
     kind = np.select([op[record] == BURST, op[record] == SEND, (op[record] == RECV) & (mode[record] == 0),
-                      (op[record] == RECV) & (mode[record] == 1), op[record] == RECV],
-                     [A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT], A_EVENT)
+                      (op[record] == RECV) & (mode[record] == 1), op[record] == RECV, op[record] == GLOBAL_OP],
+                     [A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_GLOBAL], A_EVENT)
     value = np.where(kind == A_BURST, trace.secs[record] * NS / machine.relative_speed, msg[record].astype(float))
     value[kind == A_EVENT] = _run_priorities(trace, machine, events, run_start)
     thread_start = np.searchsorted(g[record], np.arange(len(trace.thread_start)))
@@ -190,17 +214,25 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
     latency[latency < 1] = 0.0  # below Dimemas' resolution
     bandwidth = np.where(same_node, machine.intra_bandwidth, machine.inter_bandwidth)
     ns_per_byte = np.divide(NS / MB, bandwidth, out=np.zeros(len(sends)), where=bandwidth > 0)
+    # Dependencies between the threads of a rank in an MPI run's ompss.dim take no time, as in the
+    # thesis' extension of Dimemas (formats/mpi_ompss.py); the network is the MPI messages'.
+    dependency = trace.comm[sends] == DEPENDENCY_COMM
+    latency[dependency] = 0.0
+    ns_per_byte[dependency] = 0.0
     size = trace.size[sends]
     transfer = ns_per_byte * size
-    _check_durations(trace, machine, kind, value, latency, transfer)
-    capacity, stages = _resources(machine, ntasks, node_of_task, src_task, dest_task, same_node)
+    _check_durations(trace, machine, kind, value, latency, np.concatenate([transfer, gop_time]))
+    network = _network(machine, ntasks, node_of_task, src_task, dest_task, same_node)
+    if network is not None:  # between threads of one task: no link, and no bus for a dependency
+        network["bus"][dependency] = -1
     node = node_of_task[task_of].astype(np.int32)
     busiest = int(np.bincount(node).max(initial=1))  # threads of the node with most
     return _Plan(kind=kind.astype(np.int8), value=value, record=record, thread_start=thread_start, node=node,
                  cpus=min(machine.cores_per_node, busiest), key=send_key, nkeys=int(send_key.max(initial=-1)) + 1,
                  latency=latency, transfer=transfer, rendezvous=((mode[sends] & SYNC_RENDEZVOUS) > 0) | other_thread,
                  immediate=(mode[sends] & SYNC_IMMEDIATE) > 0, by_irecv=by_irecv, size=size, tag=trace.tag[sends],
-                 capacity=capacity, stages=stages)
+                 network=network, gop_op=gop_op, gop_root=gop_root, gop_time=gop_time, op_size=op_size,
+                 gop_startup=gop_startup)
 
 
 def _check_durations(trace: DimTrace, machine: Machine, kind, value, latency, transfer) -> None:
@@ -252,33 +284,47 @@ def _priority_ranks(values: np.ndarray) -> np.ndarray:
     return len(distinct) - np.searchsorted(distinct, values)
 
 
-def _resources(m: Machine, ntasks: int, node_of_task, src_task, dest_task, same_node):
-    """Limited links and buses as counted pools: their capacities, and per message the pools its
-    transfer takes in Dimemas' order (out link, in link, bus; -1: none), or None when everything
-    is unlimited.
+def _ports(in_links: int, out_links: int, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Out and in link counts and half-duplex flags of ``count`` ports with these link counts:
+    exactly one of them 0 makes max(in, out) links shared by both directions, as in Dimemas."""
+    hd = (in_links == 0) != (out_links == 0)
+    out_cap, in_cap = (max(in_links, out_links),) * 2 if hd else (out_links, in_links)
+    return np.full(count, out_cap, np.int64), np.full(count, in_cap, np.int64), np.full(count, hd, np.uint8)
 
-    Within a node a message takes its node's bus and, between tasks, the sender task's out link
-    and the receiver task's in link; between nodes, the global bus and the nodes' out and in links.
+
+def _network(m: Machine, ntasks: int, node_of_task, src_task, dest_task, same_node) -> dict | None:
+    """engine_network.h's struct network_plan, or None when every link and bus is unlimited.
+
+    Ports: each task's links within its node (0 .. ntasks - 1), then each node's links to the
+    network. A message within a node takes its node's bus and, between two tasks, the sender's
+    out link and the receiver's in link; between nodes, the global bus and the nodes' links.
+    Both link counts 0 is unlimited (no port).
     """
     if not any((m.buses, m.in_links, m.out_links, m.intra_buses, m.intra_in_links, m.intra_out_links)):
-        return np.zeros(0, np.int64), None
+        return None
     src_node, dest_node = node_of_task[src_task], node_of_task[dest_task]
     between_tasks = same_node & (src_task != dest_task)
-    stages = [  # per stage, its (limit, pools, pool of each message) within a node and between nodes
-        [(m.intra_out_links, ntasks, np.where(between_tasks, src_task, -1)),
-         (m.out_links, m.nodes, np.where(same_node, -1, src_node))],
-        [(m.intra_in_links, ntasks, np.where(between_tasks, dest_task, -1)),
-         (m.in_links, m.nodes, np.where(same_node, -1, dest_node))],
-        [(m.intra_buses, m.nodes, np.where(same_node, src_node, -1)), (m.buses, 1, np.where(same_node, -1, 0))]]
-    capacity, columns = [], []
-    for families in stages:
-        column = np.full(len(src_task), -1, np.int64)
-        for limit, count, pool in families:
-            if limit > 0:
-                column = np.where(pool >= 0, pool + len(capacity), column)
-                capacity += [limit] * count
-        columns.append(column)
-    return np.array(capacity, np.int64), np.stack(columns, axis=1).astype(np.int32)
+    src = np.full(len(src_task), -1, np.int64)
+    dst = src.copy()
+    intra_hd = (m.intra_in_links == 0) != (m.intra_out_links == 0)
+    if m.intra_in_links or m.intra_out_links:
+        src = np.where(between_tasks, src_task, src)
+        dst = np.where(between_tasks, dest_task, dst)
+    if m.in_links or m.out_links:
+        src = np.where(same_node, src, ntasks + src_node)
+        dst = np.where(same_node, dst, ntasks + dest_node)
+    flags = np.where(same_node, 0, NET_STEALS) | np.where(between_tasks & intra_hd & (src_task > dest_task),
+                                                          NET_DEST_FIRST, 0)
+    bus = np.full(len(src_task), -1, np.int64)
+    if m.intra_buses:
+        bus = np.where(same_node, src_node, bus)
+    if m.buses:
+        bus = np.where(same_node, bus, m.nodes)
+    task_ports = _ports(m.intra_in_links, m.intra_out_links, ntasks)
+    node_ports = _ports(m.in_links, m.out_links, m.nodes)
+    out_cap, in_cap, hd = (np.concatenate(pair) for pair in zip(task_ports, node_ports))
+    return {"src": src, "dst": dst, "bus": bus, "flags": flags, "out_cap": out_cap, "in_cap": in_cap, "hd": hd,
+            "bus_cap": np.array([m.intra_buses] * m.nodes + [m.buses], np.int64)}
 
 
 def replay(trace: DimTrace, machine: Machine, record: bool = False, progress=None) -> ReplayResult:
@@ -298,49 +344,68 @@ def replay(trace: DimTrace, machine: Machine, record: bool = False, progress=Non
         line = trace.line(int(p.record[pc[t]]))
         raise DimError(f"{trace.path}:{line}: deadlock: {len(stuck)} threads never finish, first task {task} "
                        f"thread {thread}, blocked at this record")
-    ends = arrays["thread_end"] / NS
+    ends = arrays["thread_end"] / NS  # the Paraver trace takes the loop's ns: back from seconds, a tie could move
     return ReplayResult(makespan=float(ends.max(initial=0.0)), thread_end=ends, threads=list(trace.threads),
-                        paraver=_paraver(trace, machine, p, arrays, states, ends * NS) if record else None)
+                        paraver=_paraver(trace, machine, p, arrays, states, arrays["thread_end"]) if record else None)
 
 
-# struct plan in engine_loop.c, in its order: int64 scalars, the quantum, then pointers to the
-# plan's arrays, the loop's outputs and the recorder's (only when recording), each of the type
-# the loop reads it as.
-_SCALARS = ("nthreads", "nmsg", "nkeys", "nnodes", "cores", "npools", "policy", "record", "running",
-            "waiting_cpu", "waiting_message")
+# struct plan in engine_loop.c, in its order: int64 scalars, the quantum and the context switch,
+# then pointers to the plan's arrays, the loop's outputs and the recorder's (only when recording),
+# each of the type the loop reads it as, then struct network_plan (engine_network.h).
+_SCALARS = ("nthreads", "nmsg", "nkeys", "nnodes", "cores", "policy", "record", "running",
+            "waiting_cpu", "waiting_message", "switching", "startup")
 _PLAN_ARRAYS = (("kind", np.int8), ("value", np.float64), ("thread_start", np.int64), ("node", np.int32),
                 ("key", np.int32), ("latency", np.float64), ("transfer", np.float64), ("rendezvous", np.bool_),
-                ("immediate", np.bool_), ("by_irecv", np.bool_), ("stages", np.int32), ("capacity", np.int64))
+                ("immediate", np.bool_), ("by_irecv", np.bool_))
 _OUTPUTS = (("pc", np.int64), ("thread_end", np.float64))
 _RECORDED = (("reach", np.float64), ("lsend", np.float64), ("psend", np.float64), ("lrecv", np.float64),
              ("precv", np.float64), ("sthread", np.int64), ("scpu", np.int64), ("rthread", np.int64),
-             ("rcpu", np.int64))
+             ("rcpu", np.int64), ("reach_cpu", np.int64))
+_GLOBAL_ARRAYS = (("gop_op", np.int32), ("gop_root", np.bool_), ("gop_time", np.float64), ("op_size", np.int32),
+                  ("gop_startup", np.float64))
+_NETWORK_ARRAYS = (("src", np.int32), ("dst", np.int32), ("bus", np.int32), ("flags", np.uint8),
+                   ("out_cap", np.int64), ("in_cap", np.int64), ("bus_cap", np.int64), ("hd", np.uint8))
+
+
+class _NetworkPlan(ctypes.Structure):
+    _fields_ = [("nports", ctypes.c_int64), ("nbuses", ctypes.c_int64)] + [
+        (name, ctypes.c_void_p) for name, _ in _NETWORK_ARRAYS]
 
 
 class _PlanStruct(ctypes.Structure):
-    _fields_ = ([(name, ctypes.c_int64) for name in _SCALARS] + [("quantum", ctypes.c_double)]
-                + [(name, ctypes.c_void_p) for name, _ in _PLAN_ARRAYS + _OUTPUTS + _RECORDED])
+    _fields_ = ([(name, ctypes.c_int64) for name in _SCALARS]
+                + [("quantum", ctypes.c_double), ("context_switch", ctypes.c_double)]
+                + [(name, ctypes.c_void_p) for name, _ in _PLAN_ARRAYS + _OUTPUTS + _RECORDED]
+                + [("nops", ctypes.c_int64), ("gop_pool", ctypes.c_int64), ("group_communication", ctypes.c_int64)]
+                + [(name, ctypes.c_void_p) for name, _ in _GLOBAL_ARRAYS]
+                + [("net", _NetworkPlan)])
 
 
 def _loop_arrays(p: _Plan, record: bool) -> dict[str, np.ndarray | None]:
     """The plan's arrays as the loop reads them, and zeroed arrays for it to write into."""
     nthreads, nactions, nmsg = len(p.thread_start) - 1, len(p.kind), len(p.latency)
-    arrays = {name: None if getattr(p, name) is None else np.ascontiguousarray(getattr(p, name), dtype)
-              for name, dtype in _PLAN_ARRAYS}
+    arrays = {name: np.ascontiguousarray(getattr(p, name), dtype) for name, dtype in _PLAN_ARRAYS + _GLOBAL_ARRAYS}
     arrays |= {name: np.zeros(nthreads, dtype) for name, dtype in _OUTPUTS}
-    arrays |= {name: np.zeros(nactions if name == "reach" else nmsg, dtype) if record else None
+    arrays |= {name: np.zeros(nactions if name in ("reach", "reach_cpu") else nmsg, dtype) if record else None
                for name, dtype in _RECORDED}
+    arrays |= {"net_" + name: None if p.network is None else np.ascontiguousarray(p.network[name], dtype)
+               for name, dtype in _NETWORK_ARRAYS}
     return arrays
 
 
 def _plan_struct(p: _Plan, machine: Machine, arrays: dict, record: bool) -> _PlanStruct:
     """struct plan pointing into ``arrays``, which must outlive the loop."""
     scalars = dict(nthreads=len(p.thread_start) - 1, nmsg=len(p.latency), nkeys=p.nkeys,
-                   nnodes=int(p.node.max(initial=0)) + 1, cores=p.cpus, npools=len(p.capacity),
-                   policy=POLICIES[machine.policy or "fifo"], record=int(record), running=RUNNING,
-                   waiting_cpu=WAITING_CPU, waiting_message=WAITING_MESSAGE)
+                   nnodes=int(p.node.max(initial=0)) + 1, cores=p.cpus, policy=POLICIES[machine.policy or "fifo"],
+                   record=int(record), running=RUNNING, waiting_cpu=WAITING_CPU, waiting_message=WAITING_MESSAGE,
+                   switching=CONTEXT_SWITCH, startup=STARTUP_LATENCY, nops=len(p.op_size),
+                   gop_pool=machine.nodes if machine.buses else -1,  # _network puts the inter-node bus last
+                   group_communication=GROUP_COMMUNICATION)
     pointers = {name: None if a is None else a.ctypes.data for name, a in arrays.items()}
-    return _PlanStruct(**scalars, quantum=machine.quantum * NS, **pointers)
+    net = {name[4:]: pointers.pop(name) for name in list(pointers) if name.startswith("net_")}
+    sizes = {} if p.network is None else {"nports": len(p.network["out_cap"]), "nbuses": len(p.network["bus_cap"])}
+    return _PlanStruct(**scalars, quantum=machine.quantum * NS, context_switch=machine.context_switch * NS,
+                       **pointers, net=_NetworkPlan(**sizes, **net))
 
 
 def _run_loop(struct: _PlanStruct, progress) -> np.ndarray:
@@ -370,11 +435,14 @@ def _run_loop(struct: _PlanStruct, progress) -> np.ndarray:
 
 @cache
 def _library() -> ctypes.CDLL:
-    """engine_loop.c, compiled once per version of its source; never contracting operations into
-    fused ones keeps every time the plain double sum the model defines, on any target."""
-    src = Path(__file__).with_name("engine_loop.c")
-    path = build("libtareador_replay.so", [src], lambda out, tmp: [
-        [compiler(), "-O2", "-fPIC", "-shared", "-ffp-contract=off", "-Wall", str(src), "-o", str(out)]])
+    """engine_loop.c with engine_network.c, compiled once per version of their sources; never
+    contracting operations into fused ones keeps every time the plain double sum the model
+    defines, on any target."""
+    here = Path(__file__).parent
+    sources = [here / "engine_loop.c", here / "engine_network.c"]
+    headers = [here / "engine_network.h", here / "engine_alloc.h"]
+    path = build("libtareador_replay.so", sources + headers, lambda out, tmp: [
+        [compiler(), "-O2", "-fPIC", "-shared", "-ffp-contract=off", "-Wall", *map(str, sources), "-o", str(out)]])
     lib = ctypes.CDLL(str(path))
     lib.loop_new.restype = ctypes.c_void_p
     lib.loop_new.argtypes = [ctypes.POINTER(_PlanStruct)]
@@ -397,6 +465,7 @@ def _paraver(trace: DimTrace, machine: Machine, p: _Plan, rec: dict, st: np.ndar
     run = np.searchsorted(p.record, events, side="right") - 1  # the event action of each event's run
     g = trace.gthread[events]
     got = rec["rcpu"] > 0  # messages some receive took (an irecv nobody waits for may leave one)
+    shown = ~np.isin(trace.a[events], DIMEMAS_OWN_EVENTS)
 
     def cpu(recorded: np.ndarray) -> np.ndarray:
         """The loop numbers each node's CPUs p.cpus apart, Paraver cores_per_node apart (0: none)."""
@@ -405,17 +474,21 @@ def _paraver(trace: DimTrace, machine: Machine, p: _Plan, rec: dict, st: np.ndar
 
     threads = [(task, h, int(p.node[base + h])) for task, (base, n) in
                enumerate(zip(trace.task_base.tolist(), trace.threads)) for h in range(n)]
+    types = _task_types(trace, events)
     return ParaverRun(
         end_time=int(nanoseconds(ends.max(initial=0.0))), cpus_per_node=[machine.cores_per_node] * machine.nodes,
         threads=threads,
         states={"thread": st[:, 0].astype(np.int64), "cpu": cpu(st[:, 1]), "begin": nanoseconds(st[:, 2]),
                 "end": nanoseconds(st[:, 3]), "state": st[:, 4].astype(np.int64)},
-        events={"thread": g, "cpu": np.zeros(len(g), np.int64), "time": nanoseconds(rec["reach"][run]),
-                "type": trace.a[events], "value": trace.b[events]},
+        events={"thread": g[shown], "cpu": cpu(rec["reach_cpu"][run][shown]),
+                "time": nanoseconds(rec["reach"][run][shown]), "type": trace.a[events][shown],
+                "value": trace.b[events][shown]},
         comms={"thread": rec["sthread"][got], "cpu": cpu(rec["scpu"][got]), "rthread": rec["rthread"][got],
                "rcpu": cpu(rec["rcpu"][got]), "size": p.size[got], "tag": p.tag[got],
                **{name: nanoseconds(rec[name][got]) for name in ("lsend", "psend", "lrecv", "precv")}},
-        event_labels=task_event_labels(_task_types(trace, events)))
+        event_labels=task_event_labels(types) | mpi_events.event_labels(np.unique(trace.a[events]).tolist()),
+        thread_labels=thread_labels(trace.threads, _thread_types(trace, events, types)),
+        task_labels=[f"rank {t}" for t in range(len(trace.threads))] if len(trace.threads) > 1 else None)
 
 
 def _task_types(trace: DimTrace, events: np.ndarray) -> dict[str, int]:
@@ -424,3 +497,15 @@ def _task_types(trace: DimTrace, events: np.ndarray) -> dict[str, int]:
     values = {int(v) for v in np.unique(trace.b[events][trace.a[events] == TASK_EVENT]) if v}
     names = pcf_value_labels(Path(trace.path).with_suffix(".pcf"), TASK_EVENT)
     return {names.get(v, f"type {v}"): v for v in sorted(values)}
+
+
+def _thread_types(trace: DimTrace, events: np.ndarray, types: dict[str, int]) -> list[str | None]:
+    """Per thread, the task type it runs when it runs only one (a task instance's thread), else None."""
+    mine = events[(trace.a[events] == TASK_EVENT) & (trace.b[events] != 0)]
+    pairs = np.unique(np.stack([trace.gthread[mine], trace.b[mine]]), axis=1)
+    single = np.bincount(pairs[0], minlength=len(trace.thread_start) - 1) == 1
+    name = {v: n for n, v in types.items()}
+    result: list[str | None] = [None] * (len(trace.thread_start) - 1)
+    for g, v in pairs[:, single[pairs[0]]].T.tolist():
+        result[g] = name[v]
+    return result

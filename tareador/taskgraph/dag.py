@@ -1,25 +1,23 @@
-"""List scheduling of a task trace on P cores (or unboundedly many), in exact integer instructions.
+"""A task trace as flat arrays (``Dag``): task instances as indices in creation order, the
+schedule edges as index arrays, and the graph algorithms every simulation and writer shares
+(bottom levels, one critical path).
 
-The trace becomes flat arrays once (``Dag``); each simulation is then one event loop over ints
-and heapq, so millions of instances simulate in seconds. Precedence is exactly that of
-``metrics.schedule_edges`` (main's fragments in order, creation edges, RAW dependencies),
-built with array operations because the per-object version takes minutes at that scale.
+Precedence is exactly that of ``metrics.schedule_edges`` (main's fragments in order, creation
+edges, RAW dependencies), built with array operations because the per-object version takes
+minutes at the scale of millions of instances; ``load_dag`` reads a trace directory straight
+into them.
 """
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from tareador.formats.dimemas import (byte_words, csr, line_chunks, recycle_freed_memory, split_fields,
-                                      write_authentic, write_ompss)
 from tareador.taskgraph.model import RAW, TaskTrace
 from tareador.taskgraph.store import load_trace
-
-POLICIES = ("cp", "fifo", "bf")
+from tareador.text_columns import byte_words, line_chunks, recycle_freed_memory, split_fields
 
 
 @dataclass
@@ -164,45 +162,17 @@ def _join(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
-@dataclass
-class Schedule:
-    """One simulated run; times in instructions (seconds = instructions / Machine.rate)."""
-
-    cores: int | None  # None: unbounded
-    policy: str
-    start: np.ndarray
-    finish: np.ndarray
-    core: np.ndarray  # 0-based core of each instance
-    makespan: int
-
-    @property
-    def cores_used(self) -> int:
-        return int(self.core.max()) + 1 if len(self.core) else 0
-
-    @property
-    def machine_cores(self) -> int:
-        """Cores of the simulated machine, idle ones included; as many as ran at once if unbounded."""
-        return self.cores if self.cores is not None else self.cores_used
-
-    @property
-    def label(self) -> str:
-        return "inf" if self.cores is None else str(self.cores)
+def csr(keys: np.ndarray, values: np.ndarray, n: int) -> tuple[list[int], list[int]]:
+    """(offsets, values grouped by key) as Python lists, which the per-instance loops index fastest."""
+    order = np.argsort(keys, kind="stable")
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(keys, minlength=n), out=offsets[1:])
+    return offsets.tolist(), values[order].tolist()
 
 
 def successors(dag: Dag) -> tuple[list[int], list[int]]:
     """CSR adjacency as Python lists (indexing lists is what the event loops do fastest)."""
     return csr(dag.src, dag.dst, dag.n)
-
-
-def write_dim_traces(dag: Dag, directory, instructions_per_second: float, overhead: int = 0) -> list[Path]:
-    """ompss.dim and authentic.dim of the trace, for ``tareador replay`` or the real Dimemas, each
-    with its .pcf naming the task types."""
-    directory = Path(directory)
-    duration = durations(dag, overhead)
-    return [*write_ompss(directory / "ompss.dim", dag.names, duration, dag.src, dag.dst,
-                         bottom_levels(dag, duration), instructions_per_second),
-            *write_authentic(directory / "authentic.dim", dag.names, dag.weight, np.lexsort((dag.ids, dag.counter)),
-                             instructions_per_second)]
 
 
 def durations(dag: Dag, overhead: int) -> np.ndarray:
@@ -247,78 +217,3 @@ def critical_path(dag: Dag, duration: np.ndarray, levels: list[int], adjacency=N
             return path
         i = min(following)
         path.append(i)
-
-
-def simulate(dag: Dag, cores: int | None, policy: str = "cp", overhead: int = 0, progress=None,
-             adjacency=None, levels: list[int] | None = None) -> Schedule:
-    """Greedy list scheduling: whenever a core is free it takes the best ready instance.
-
-    ``cp`` ranks ready instances by longest remaining path (bottom level), ``fifo`` by creation
-    order, ``bf`` by the order they became ready (breadth first: one FIFO ready queue, what libgomp
-    and Nanos++ do by default); ties go to creation order. With ``cores=None`` every instance starts as soon as its
-    predecessors end, so the makespan is exactly the critical path. ``adjacency`` and ``levels``
-    let a sweep over core counts compute them once.
-    """
-    if policy not in POLICIES:
-        raise ValueError(f"policy must be one of {POLICIES}, not {policy!r}")
-    n = dag.n
-    duration = durations(dag, overhead)
-    offsets, succ = adjacency or successors(dag)
-    if policy == "cp" and cores is not None:
-        levels = levels or bottom_levels(dag, duration, (offsets, succ))
-        top = max(levels, default=0) + 1
-        key = [(top - lv) * n + i for i, lv in enumerate(levels)]  # smaller = runs first
-    else:
-        key = list(range(n))
-    dur = duration.tolist()
-    indegree = np.bincount(dag.dst, minlength=n).tolist()
-    start = [0] * n
-    finish = [0] * n
-    core = [0] * n
-    ready = [key[i] for i in range(n) if indegree[i] == 0]
-    heapq.heapify(ready)
-    breadth_first = policy == "bf"
-    became_ready = 1  # bf: the k-th instance to become ready later queues with key k * n + index
-    running: list[int] = []  # finish * n + index
-    # Cores are numbered as they are first needed: every freed core is below next_core, so the
-    # lowest free core is the lowest freed one, else next_core, and idle cores cost nothing.
-    free: list[int] = []
-    limit = n if cores is None else min(cores, n)
-    next_core = 0
-    now = 0
-    done = reported = 0
-    push, pop = heapq.heappush, heapq.heappop
-    while ready or running:
-        while ready and (free or next_core < limit):
-            i = pop(ready) % n
-            if free:
-                c = pop(free)
-            else:
-                c = next_core
-                next_core += 1
-            start[i] = now
-            finish[i] = f = now + dur[i]
-            core[i] = c
-            push(running, f * n + i)
-        now = running[0] // n
-        while running and running[0] // n == now:
-            i = pop(running) % n
-            push(free, core[i])
-            done += 1
-            for j in succ[offsets[i]:offsets[i + 1]]:
-                indegree[j] -= 1
-                if indegree[j] == 0:
-                    if breadth_first:
-                        push(ready, became_ready * n + j)
-                        became_ready += 1
-                    else:
-                        push(ready, key[j])
-        if progress is not None and done >= reported + 65536:
-            progress(done - reported)
-            reported = done
-    if done != n:
-        raise ValueError("dependency cycle between task instances: the trace is inconsistent")
-    if progress is not None and done > reported:
-        progress(done - reported)
-    return Schedule(cores=cores, policy=policy, start=np.array(start, np.int64), finish=np.array(finish, np.int64),
-                    core=np.array(core, np.int32), makespan=max(finish, default=0))

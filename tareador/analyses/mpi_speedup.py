@@ -1,0 +1,82 @@
+"""Cores per rank of an MPI run: the MPI/OmpSs what-if of ``tareador simulate RUN_DIR``.
+
+Each configuration replays the run's ompss.dim (tareador.replay.mpi_ompss) with the Dimemas-model
+engine on the machine's network, its ranks mapped to nodes as the machine says
+(``Machine.tasks_per_node``, or as many as a node has cores), each node with c cores per rank it
+holds; ``inf`` gives every node as many cores as its ranks have threads. The reference is the
+authentic MPI run, authentic.dim with one core per rank on the same network: speedup = its time
+over the configuration's, efficiency = speedup / c.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from tareador.formats.dimemas import DimTrace
+from tareador.replay.dimemas_engine import ReplayResult, replay
+from tareador.replay.machine import Machine, MachineError
+
+
+@dataclass
+class Configuration:
+    cores_per_rank: int | None  # None: as many as the busiest node's threads
+    cores_per_node: int
+    result: ReplayResult
+
+    @property
+    def label(self) -> str:
+        return "inf" if self.cores_per_rank is None else str(self.cores_per_rank)
+
+
+@dataclass
+class MpiStudy:
+    ranks: int
+    ranks_per_node: int
+    policy: str
+    authentic: ReplayResult  # one core per rank
+    configurations: list[Configuration]
+
+    def rows(self) -> list[dict]:
+        rows = []
+        for c in self.configurations:
+            time = c.result.makespan
+            speedup = self.authentic.makespan / time if time else 1.0
+            rows.append({"cores_per_rank": c.label if c.cores_per_rank is None else c.cores_per_rank,
+                         "cores_per_node": c.cores_per_node, "time": time, "speedup": speedup,
+                         "efficiency": None if c.cores_per_rank is None else speedup / c.cores_per_rank})
+        return rows
+
+    def as_json(self) -> dict:
+        return {"ranks": self.ranks, "ranks_per_node": self.ranks_per_node, "policy": self.policy,
+                "authentic": self.authentic.makespan, "results": self.rows()}
+
+
+def ranks_per_node(machine: Machine) -> int:
+    """The machine's mapping of ranks to nodes (Dimemas' N TASKS_PER_NODE; FILL_NODES: its cores)."""
+    return machine.tasks_per_node or machine.cores_per_node
+
+
+def mpi_study(ompss: DimTrace, authentic: DimTrace, cores: list[int | None], machine: Machine, policy: str,
+              record: bool = False) -> MpiStudy:
+    """Replay ompss.dim with each count of cores per rank and authentic.dim with one; MachineError
+    when the machine has too few nodes for the ranks."""
+    ranks = len(ompss.threads)
+    per_node = ranks_per_node(machine)
+    if math.ceil(ranks / per_node) > machine.nodes:
+        raise MachineError(f"{ranks} ranks at {per_node} per node need {math.ceil(ranks / per_node)} nodes; the "
+                           f"machine has {machine.nodes} (raise nodes or tasks_per_node in the machine file)")
+    nodes = np.arange(ranks) // per_node
+    busiest = int(np.bincount(nodes, weights=ompss.threads).max())
+
+    def on(cores_per_node: int) -> Machine:
+        return replace(machine, cores_per_node=cores_per_node, tasks_per_node=per_node, policy=policy)
+
+    configurations = []
+    for c in cores:
+        cores_per_node = busiest if c is None else c * per_node
+        configurations.append(Configuration(c, cores_per_node, replay(ompss, on(cores_per_node), record)))
+    return MpiStudy(ranks=ranks, ranks_per_node=per_node, policy=policy,
+                    authentic=replay(authentic, on(per_node)), configurations=configurations)

@@ -1,0 +1,51 @@
+"""How much faster a run would be with its messages chunked and overlapped (thesis Fig. 5.14).
+
+The authentic trace and the two overlapped ones (formats/overlap.py) are each swept over the
+bandwidths of a list with the network sweep (analyses/network_sweep.py: the inter-node bandwidth,
+as Dimemas' --bandwidth); each overlapped run's speedup is over the authentic run at the same
+bandwidth. The tolerable bandwidth reduction of an overlapped trace is the factor reference / b
+for the lowest swept bandwidth b at which it is still at least as fast as the authentic run at
+the reference bandwidth (the machine's own): the true factor lies between b and the next lower
+value swept; 1 when no swept bandwidth below the reference keeps up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tareador.analyses.network_sweep import sweep
+from tareador.formats.dimemas import DimTrace
+from tareador.replay.machine import Machine
+
+TRACES = ("authentic", "real", "ideal")
+
+
+@dataclass(frozen=True)
+class OverlapPoint:
+    bandwidth: float  # MB/s, inter-node
+    times: dict[str, float]  # makespan of each trace (TRACES), s
+
+    def speedup(self, kind: str) -> float:
+        return self.times["authentic"] / self.times[kind] if self.times[kind] > 0 else 1.0
+
+
+@dataclass(frozen=True)
+class OverlapStudy:
+    points: list[OverlapPoint]
+    reference_bandwidth: float
+    reference_time: float  # the authentic run at the reference bandwidth
+    tolerable: dict[str, float]  # overlapped kind -> bandwidth reduction factor
+
+
+def overlap_sweep(traces: dict[str, DimTrace], machine: Machine, bandwidths: list[float],
+                  progress=None) -> OverlapStudy:
+    """``traces`` by name (TRACES) replayed on ``machine`` at every bandwidth."""
+    swept = {name: sweep(traces[name], machine, bandwidths, None, progress).points for name in TRACES}
+    points = [OverlapPoint(b, {name: swept[name][i].time for name in TRACES}) for i, b in enumerate(bandwidths)]
+    reference_time = sweep(traces["authentic"], machine, None, None).points[0].time
+    tolerable = {}
+    for kind in TRACES[1:]:
+        keeping = [p.bandwidth for p in points if p.times[kind] <= reference_time * (1 + 1e-9)]
+        lowest = min(keeping, default=machine.inter_bandwidth)
+        tolerable[kind] = machine.inter_bandwidth / lowest if 0 < lowest < machine.inter_bandwidth else 1.0
+    return OverlapStudy(points, machine.inter_bandwidth, reference_time, tolerable)

@@ -1,0 +1,100 @@
+"""``tareador simulate RUN_DIR`` of an MPI run: time, speedup and efficiency per count of cores
+per rank, the run's ompss.dim replayed on the machine's network (analyses/mpi_speedup.py)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+
+def run(args) -> int:
+    from tareador.analyses.mpi_speedup import mpi_study
+    from tareador.cli.main import UserError
+    from tareador.cli.mapping import with_ranks_per_node
+    from tareador.cli.simulate import core_list, load_machine_arg
+    from tareador.formats.dimemas import DimError, read_dim
+    from tareador.formats.paraver import write_paraver
+    from tareador.native import ToolchainError
+    from tareador.replay.machine import MachineError
+    from tareador.taskgraph.mpi import load_run
+
+    d = Path(args.trace_dir)
+    for option, given in (("--overhead", args.overhead is not None), ("--chrome", args.chrome), ("--dim", args.dim),
+                          ("--policy bf", args.policy == "bf")):
+        if given:
+            raise UserError(f"{option} does not apply to an MPI run ({d} replays its ompss.dim with the Dimemas "
+                            "model); leave it out, or give one rank's directory (DIR/rank-N)")
+    missing = [name for name in ("ompss.dim", "authentic.dim") if not (d / name).is_file()]
+    if missing:
+        raise UserError(f"{d} has no {' or '.join(missing)}: run 'tareador postprocess {d}' first")
+    load_run(d)  # the ranks' files against the run's: a rank traced again since makes them stale
+    machine = with_ranks_per_node(load_machine_arg(args.machine), args.ranks_per_node)
+    policy = args.policy or machine.policy or "cp"
+    cores = core_list(args.cores) if args.cores is not None else default_cores_per_rank(machine, args.machine)
+    out = Path(args.output or d)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        ompss, authentic = read_dim(d / "ompss.dim"), read_dim(d / "authentic.dim")
+        if ompss.threads and len(ompss.threads) != len(authentic.threads):
+            raise UserError(f"{d}: ompss.dim has {len(ompss.threads)} ranks, authentic.dim {len(authentic.threads)}: "
+                            f"run 'tareador postprocess {d}' again")
+        if args.machine is None:  # the ideal network, one rank per node unless --ranks-per-node says
+            machine = replace(machine, nodes=-(-len(ompss.threads) // (machine.tasks_per_node or 1)))
+        study = mpi_study(ompss, authentic, cores, machine, policy, record=args.prv)
+    except (DimError, MachineError, ToolchainError) as e:
+        raise UserError(str(e)) from None
+    written = []
+    if args.prv:
+        written += [p for c in study.configurations
+                    for p in write_paraver(c.result.paraver, out / f"simulation-{c.label}.prv")]
+    if args.csv:
+        written.append(_write_csv(out / "speedup.csv", study))
+    if args.plot:
+        from tareador.render.plots import plot_mpi_speedup
+
+        written.append(plot_mpi_speedup(study, out / "speedup.png"))
+    if args.json:
+        print(json.dumps(study.as_json()))
+        return 0
+    print(format_mpi_study(study))
+    if written:
+        print(f"written to {out}/: {' '.join(p.name for p in written)}")
+    return 0
+
+
+def default_cores_per_rank(machine, given: str | None) -> list[int | None]:
+    """1, 2, 4, 8 and inf; with a machine file, the powers of two up to a node's cores per rank."""
+    if not given:
+        return [1, 2, 4, 8, None]
+    from tareador.analyses.mpi_speedup import ranks_per_node
+
+    most = max(machine.cores_per_node // ranks_per_node(machine), 1)
+    return sorted({1 << k for k in range(most.bit_length())} | {most}) + [None]
+
+
+def format_mpi_study(study) -> str:
+    from tareador.render.summary import LABEL
+    from tareador.render.summary import format_seconds as seconds
+
+    lines = [f"{'ranks':<{LABEL}}{study.ranks}, {study.ranks_per_node} per node",
+             f"{'authentic MPI run':<{LABEL}}{seconds(study.authentic.makespan)} (1 core per rank)",
+             f"MPI/OmpSs (ompss.dim) on the machine's network, policy {study.policy}",
+             f"{'cores/rank':>10} {'time':>12} {'speedup':>8} {'efficiency':>10}"]
+    for row in study.rows():
+        eff = "" if row["efficiency"] is None else f"{row['efficiency']:.3f}"
+        lines.append(f"{row['cores_per_rank']:>10} {seconds(row['time']):>12} {row['speedup']:>8.2f} {eff:>10}")
+    return "\n".join(lines)
+
+
+def _write_csv(path: Path, study) -> Path:
+    import csv
+
+    from tareador.files import output_file
+
+    with output_file(path, newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["cores_per_rank", "cores_per_node", "time", "speedup", "efficiency"])
+        w.writerows([r["cores_per_rank"], r["cores_per_node"], r["time"], r["speedup"],
+                     "" if r["efficiency"] is None else r["efficiency"]] for r in study.rows())
+    return path
