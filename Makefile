@@ -38,6 +38,7 @@ demo: examples
 	tareador mpirun -np 2 -o $(OVERLAP_DEMO) -- examples/bin/mpich/patterns 256 200 3 copy late
 	tareador patterns $(OVERLAP_DEMO)
 	tareador overlap $(OVERLAP_DEMO) --machine examples/machines/cluster.toml --bandwidth 1,2,4,8,16,32,100,1000
+	tareador hints $(DEMO) --size TS=32
 
 test: deps
 	$(PYTHON) -m pytest -q
@@ -48,6 +49,7 @@ benchmark: deps
 	$(PYTHON) benchmarks/mpi_overhead.py
 	$(PYTHON) benchmarks/patterns_overhead.py
 	$(PYTHON) benchmarks/explore_recording.py
+	$(PYTHON) benchmarks/predict_vs_real.py
 
 clean:
 	$(MAKE) -C examples clean

@@ -11,4 +11,12 @@ __version__ = "0.1.0"
 
 from tareador.taskgraph.store import load  # noqa: E402  (public API: tareador.load(dir))
 
-__all__ = ["load", "__version__"]
+
+def hints(directory):
+    """What each task type reads and writes, as depend clauses (``tareador hints DIR``)."""
+    from tareador.analyses.hints import load_hints
+
+    return load_hints(directory)
+
+
+__all__ = ["load", "hints", "__version__"]

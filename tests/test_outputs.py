@@ -119,8 +119,8 @@ def test_a_new_trace_removes_the_outputs_of_the_previous_one(chain):
     assert main(["whatif", str(d), "--cores", "1", "--factors", "2", "--plot", "--csv"]) == 0
     (d / "notes.txt").write_text("mine\n")
     trace([exe], d, progress=False)
-    assert sorted(p.name for p in d.iterdir()) == ["deps.csv", "notes.txt", "objects.csv", "summary.json",
-                                                   "tasks.csv"]
+    assert sorted(p.name for p in d.iterdir()) == ["accesses.csv", "calls.csv", "deps.csv", "notes.txt", "objects.csv",
+                                                   "summary.json", "tasks.csv"]
 
 
 def limited(limit: int, *argv: str) -> subprocess.CompletedProcess:

@@ -151,6 +151,8 @@ function loadNative(options) {
     tasks: fn(lib, 'tr_tasks', 'pointer', ['pointer']),
     objects: fn(lib, 'tr_objects', 'pointer', ['pointer']),
     edges: fn(lib, 'tr_edges', 'pointer', ['pointer']),
+    accesses: fn(lib, 'tr_accesses', 'pointer', ['pointer']),
+    calls: fn(lib, 'tr_calls', 'pointer', ['pointer']),
     name: fn(lib, 'tr_name', 'pointer', ['uint32']),
     nameCount: fn(lib, 'tr_name_count', 'uint32', []),
     original: fn(lib, 'tr_original', 'pointer', ['pointer']),
@@ -204,6 +206,8 @@ function loadNative(options) {
     tr_flush_callout: lib.getExportByName('tr_flush_callout'),
     tr_marker: lib.getExportByName('tr_marker'),
     tr_translated: lib.getExportByName('tr_translated'),
+    tr_task_sites: lib.getExportByName('tr_task_sites'),
+    tr_task_call: lib.getExportByName('tr_task_call'),
     tareador_code_ranges: rangesBuffer(codeRanges(analysed)),
     tareador_user_ranges: rangesBuffer(codeRanges(program)),
     tareador_markers: markers,
@@ -346,6 +350,7 @@ function finish(ending) {
   native.shadow.finish();
   const s = native.shadow;
   const tasks = table(s.tasks, 40), objects = table(s.objects, 40), edges = table(s.edges, 24);
+  const accesses = table(s.accesses, 40), calls = table(s.calls, 88);
   const names = [];
   for (let i = 0; i < s.nameCount(); i++) {
     const p = s.name(i);
@@ -362,6 +367,15 @@ function finish(ending) {
      * listed. Many objects share a site: it is described once. */
     if (!site.isNull() && !(site.toString() in sites)) sites[site.toString()] = describe(site.sub(1));
   }
+  /* The calls tasks make right after their start marker: the called function and the call site,
+   * for tareador hints (DWARF parameters, the source line's argument expressions). */
+  const callSites = {};
+  const callView = new DataView(calls.bytes);
+  for (let i = 0; i < calls.n; i++)
+    for (const at of [8, 16]) {
+      const p = ptr('0x' + callView.getBigUint64(88 * i + at, true).toString(16));
+      if (!(p.toString() in callSites)) callSites[p.toString()] = describe(p);
+    }
   const status = s.status();
   const error = { code: status.error, task: status.errorTask, name: status.errorName };
   if (status.error && !status.errorSite.isNull()) error.site = describe(status.errorSite.sub(1));
@@ -375,13 +389,14 @@ function finish(ending) {
       'they ran untraced');
   const meta = {
     type: 'result', ending, names, sites, globals: globalNames, error, warnings,
-    counts: { tasks: tasks.n, objects: objects.n, edges: edges.n },
+    counts: { tasks: tasks.n, objects: objects.n, edges: edges.n, accesses: accesses.n, calls: calls.n },
+    call_sites: callSites,
     accesses: status.accesses, flushes: status.flushes, instructions: status.instructions,
     blocks: native.blocks.readU64().toNumber(),
     markers: native.markers.slice(1).map(a => a !== null),
     mpi: null,
   };
-  const parts = [tasks.bytes, objects.bytes, edges.bytes];
+  const parts = [tasks.bytes, objects.bytes, edges.bytes, accesses.bytes, calls.bytes];
   if (native.mpi !== null) {
     const mpi = native.mpi;
     const tables = MPI_ROWS.map((size, which) => table(count => mpi.table(which, count), size));

@@ -246,6 +246,96 @@ static inline void run_add(EdgeRun *run, uint32_t src, uint32_t object, uint32_t
   run->src = src; run->object = object; run->bytes += bytes;
 }
 
+/* ---- what each fragment read and wrote, object by object (accesses.csv, for tareador hints) ----
+ * One row per (fragment, object) the fragment touched: the hull of the bytes it read before
+ * writing them ("exposed": an OpenMP in), and the hull of the bytes it wrote. Noted only where an
+ * access changes the shadow (the first read of a byte since its last write, a write that is not a
+ * rewrite), so a loop over the same data pays nothing more; a fragment's rows are contiguous, and
+ * object_rows[object] finds the current fragment's row with one compare. Addresses are absolute;
+ * Python subtracts the object's start, and drops the rows of objects still latent at the end. */
+typedef struct {
+  uint32_t fragment, object;
+  uint64_t read_lo, read_hi, write_lo, write_hi;   /* [lo, hi); lo = UINT64_MAX: none */
+} AccessRow;
+
+static AccessRow *access_rows; static uint64_t access_count, access_capacity;
+static uint32_t *object_rows; static uint64_t object_rows_capacity;   /* per object: row + 1 */
+static AccessRow *last_access;
+
+static AccessRow *access_row(uint32_t object) {
+  if (object >= object_rows_capacity) {
+    uint64_t capacity = object_rows_capacity;
+    uint32_t *grown = NULL;
+    while (object >= capacity && (grown = grow(object_rows, &capacity, sizeof(uint32_t)))) object_rows = grown;
+    if (object >= capacity) return NULL;
+    object_rows_capacity = capacity;
+  }
+  uint32_t row = object_rows[object];
+  if (row && access_rows[row - 1].fragment == tr_state.current) return &access_rows[row - 1];
+  if (access_count == access_capacity) {
+    AccessRow *grown = grow(access_rows, &access_capacity, sizeof(AccessRow));
+    if (!grown) return NULL;
+    access_rows = grown;
+  }
+  AccessRow *a = &access_rows[access_count++];
+  *a = (AccessRow) { tr_state.current, object, UINT64_MAX, 0, UINT64_MAX, 0 };
+  object_rows[object] = (uint32_t) access_count;
+  return a;
+}
+
+/* Bytes [lo, hi) of object (a shadow id) were read before the running fragment wrote them, or
+ * were written by it. */
+static inline void note_access(uint32_t object, uint64_t lo, uint64_t hi, int is_write) {
+  AccessRow *a = last_access;
+  if (!a || a->object != object - 1) {
+    a = access_row(object - 1);
+    if (!a) return;
+    last_access = a;
+  }
+  uint64_t *range = is_write ? &a->write_lo : &a->read_lo;
+  if (lo < range[0]) range[0] = lo;
+  if (hi > range[1]) range[1] = hi;
+}
+
+/* Whether writer w and reader me (shadow ids, +1) are fragments of one instance: what an earlier
+ * fragment of the instance wrote is not read before written by the instance. */
+static inline int same_instance(uint32_t w, uint32_t me) {
+  return w && tasks[w - 1].instance == tasks[me - 1].instance;
+}
+
+/* The call a task instance makes right after its tareador_start_task (the usual `start; f(args);
+ * end`): the transform puts a callout on it, in the blocks that begin at a return address of
+ * tareador_start_task (tr_task_sites), and tareador hints names the objects by f's parameters. */
+#define MAX_TASK_SITES 256
+uint64_t tr_task_sites[MAX_TASK_SITES + 1];   /* 0-ended */
+static uint32_t task_site_count;
+
+#define CALL_ARGS 8   /* the 6 integer argument registers, then the first 2 words passed on the stack */
+typedef struct { uint32_t fragment, pad; uint64_t site, function, args[CALL_ARGS]; } CallRow;
+static CallRow *call_rows; static uint64_t call_count, call_capacity;
+
+static void note_task_site(uint64_t return_address) {
+  for (uint32_t i = 0; i < task_site_count; i++)
+    if (tr_task_sites[i] == return_address) return;
+  if (task_site_count < MAX_TASK_SITES) tr_task_sites[task_site_count++] = return_address;
+}
+
+/* site: the call instruction (a direct call, e8 rel32); only the first call of a task's first
+ * fragment counts. */
+void tr_task_call(uint64_t site, const uint64_t args[CALL_ARGS]) {
+  if (!tr_state.following || !tr_state.depth || tasks[tr_state.current].instance != tr_state.current) return;
+  if (call_count && call_rows[call_count - 1].fragment == tr_state.current) return;
+  if (call_count == call_capacity) {
+    CallRow *grown = grow(call_rows, &call_capacity, sizeof(CallRow));
+    if (!grown) return;
+    call_rows = grown;
+  }
+  CallRow *c = &call_rows[call_count++];
+  c->fragment = tr_state.current; c->pad = 0; c->site = site;
+  c->function = site + 5 + (uint64_t) (int64_t) *(const int32_t *) (site + 1);
+  for (int k = 0; k < CALL_ARGS; k++) c->args[k] = args[k];
+}
+
 /* Whether accesses to object (a shadow id, 0 = none) are analysed; the program's own code
  * touching a latent object makes it an ordinary one. */
 static inline int object_enabled(uint32_t object, int program) {
@@ -451,8 +541,8 @@ static void set_range(uint64_t address, uint64_t size, int how, uint32_t value, 
 /* ---- the analysis ---- */
 
 /* The bytes [off, off + n) of a split granule, one at a time. */
-static void analyse_split(SplitGranule *s, uint64_t off, uint64_t n, int is_write, int program, uint32_t me,
-                          EdgeRuns *runs) {
+static void analyse_split(SplitGranule *s, uint64_t address, uint64_t off, uint64_t n, int is_write, int program,
+                          uint32_t me, EdgeRuns *runs) {
   for (uint64_t k = off; k < off + n; k++) {
     Shadow *b = &s->byte[k];
     uint32_t object = b->object;
@@ -461,9 +551,11 @@ static void analyse_split(SplitGranule *s, uint64_t off, uint64_t n, int is_writ
     if (!is_write) {
       if (r == me) continue;
       b->reader = me;
+      if (w != me && !same_instance(w, me)) note_access(object, address + k, address + k + 1, 0);
       if (w && w != me) run_add(&runs->raw, w - 1, object - 1, me - 1, 1);
     } else {
       if (w == me && !r) continue;
+      note_access(object, address + k, address + k + 1, 1);
       if (w && w != me) run_add(&runs->waw, w - 1, object - 1, me - 1, 1);
       if (r && r != me) run_add(&runs->war, r - 1, object - 1, me - 1, 1);
       b->writer = me;
@@ -489,8 +581,8 @@ static void first_touch(ShadowChunk *c, uint64_t p) {
 /* One access's bytes [i, i + n) inside chunk c, by task instance me (ids are +1 in shadow).
  * A whole granule whose bytes agree is one step; a partial access that changes nothing (a
  * re-read, a re-write, another object) keeps the granule whole; anything else splits it. */
-static void analyse_in_chunk(ShadowChunk *c, uint64_t i, uint64_t n, int is_write, int program, uint32_t me,
-                             EdgeRuns *runs) {
+static void analyse_in_chunk(ShadowChunk *c, uint64_t base, uint64_t i, uint64_t n, int is_write, int program,
+                             uint32_t me, EdgeRuns *runs) {
   for (uint64_t end = i + n; i < end;) {
     uint64_t g = i / GRANULE, off = i % GRANULE, take = GRANULE - off < end - i ? GRANULE - off : end - i;
     uint64_t p = g / PAGE_GRANULES;
@@ -509,12 +601,14 @@ static void analyse_in_chunk(ShadowChunk *c, uint64_t i, uint64_t n, int is_writ
         if (r == me) continue;
         if (take == GRANULE) {
           *x = (Granule) { w, me };
+          if (w != me && !same_instance(w, me)) note_access(object, base + g * GRANULE, base + (g + 1) * GRANULE, 0);
           if (w && w != me) run_add(&runs->raw, w - 1, object - 1, me - 1, GRANULE);
           continue;
         }
       } else {
         if (w == me && !r) continue;
         if (take == GRANULE) {
+          note_access(object, base + g * GRANULE, base + (g + 1) * GRANULE, 1);
           if (w && w != me) run_add(&runs->waw, w - 1, object - 1, me - 1, GRANULE);
           if (r && r != me) run_add(&runs->war, r - 1, object - 1, me - 1, GRANULE);
           *x = (Granule) { me, 0 };
@@ -523,7 +617,7 @@ static void analyse_in_chunk(ShadowChunk *c, uint64_t i, uint64_t n, int is_writ
       }
       if (!split(c, g)) continue;
     }
-    analyse_split(&splits[x->writer & ~SPLIT], off, take, is_write, program, me, runs);
+    analyse_split(&splits[x->writer & ~SPLIT], base + g * GRANULE, off, take, is_write, program, me, runs);
     maybe_join(c, g);
   }
 }
@@ -553,7 +647,8 @@ static void analyse_range(uint64_t address, uint64_t end, int is_write, int prog
     uint64_t chunk_end = (address | (CHUNK_SIZE - 1)) + 1;
     uint64_t stop = end < chunk_end ? end : chunk_end;
     ShadowChunk *c = chunk_of(address, 0);
-    if (c) analyse_in_chunk(c, address & (CHUNK_SIZE - 1), stop - address, is_write, program, me, runs);
+    if (c) analyse_in_chunk(c, address & ~(CHUNK_SIZE - 1), address & (CHUNK_SIZE - 1), stop - address, is_write,
+                            program, me, runs);
     address = stop;
   }
 }
@@ -571,6 +666,7 @@ void tr_flush(void) {
   tr_state.accesses += (uint64_t) (end - r);
   tr_state.flushes++;
   EdgeRuns runs = { { 0, 0, DEP_RAW, 0 }, { 0, 0, DEP_WAW, 0 }, { 0, 0, DEP_WAR, 0 } };
+  last_access = NULL;   /* rows are the running fragment's: a flush is one fragment's */
   for (; r < end; r++) {
     if (tr_patterns_on && tr_pattern_record(r->address, r->info)) continue;
     uint32_t info = (uint32_t) r->info;
@@ -777,11 +873,17 @@ static void register_frames(uint64_t sp, uint64_t rbp) {
 }
 
 static void restore_return_addresses(void);
+static int returning_from_function;  /* tr_marker is closing a task function (tr_function_return) */
 
 /* A marker was reached: kind is MARK_*, argument is its argument, sp the stack pointer at the
  * marker's first instruction (pointing at the return address into the caller). */
 void tr_marker(uint32_t kind, uint64_t argument, uint64_t sp, uint64_t return_address, uint64_t rbp) {
   tr_flush();
+  /* A task whose body is inline code: the first call after its start marker is a marker's. (A
+   * task function's return comes back from the call that was its body: that one stays.) */
+  CallRow *last_call = call_count ? &call_rows[call_count - 1] : NULL;
+  if (last_call && last_call->fragment == tr_state.current && last_call->site + 5 == return_address
+      && !returning_from_function) call_count--;
   switch (kind) {
   case MARK_ON:
     if (tr_state.following) break;
@@ -804,6 +906,7 @@ void tr_marker(uint32_t kind, uint64_t argument, uint64_t sp, uint64_t return_ad
     settle();
     if (tr_state.depth == MAX_DEPTH) { fail(ERROR_TOO_DEEP, name, return_address); break; }
     open_private_top[tr_state.depth] = tr_state.private_top;
+    note_task_site(return_address);
     register_frames(sp, rbp);
     int64_t id = new_fragment(name, tr_state.current, NO_PARENT);
     if (id < 0) break;
@@ -884,7 +987,9 @@ void tr_function_return(uint64_t sp) {
   while (open_call_count && open_calls[open_call_count - 1].sp == sp - 8) {
     OpenCall *c = &open_calls[--open_call_count];
     tr_return_to = c->return_address;
+    returning_from_function = 1;
     tr_marker(MARK_END, (uint64_t) c->name, sp - 8, c->return_address, 0);
+    returning_from_function = 0;
   }
 }
 
@@ -999,6 +1104,8 @@ uint64_t tr_original(uint64_t pc) {
 TaskRow *tr_tasks(uint64_t *count) { *count = task_count; return tasks; }
 ObjectRow *tr_objects(uint64_t *count) { *count = object_count; return objects; }
 EdgeRow *tr_edges(uint64_t *count) { *count = edge_count; return edges; }
+AccessRow *tr_accesses(uint64_t *count) { *count = access_count; return access_rows; }
+CallRow *tr_calls(uint64_t *count) { *count = call_count; return call_rows; }
 /* Counters and the first annotation error, for progress reports and the final summary. */
 void tr_status(uint64_t out[9]) {
   out[0] = tr_state.accesses; out[1] = tr_state.flushes; out[2] = task_count;

@@ -33,6 +33,8 @@ extern guint64 tareador_code_ranges[];
 extern guint64 tareador_user_ranges[];
 extern guint64 tareador_markers[];
 extern guint64 tareador_blocks[];
+extern guint64 tr_task_sites[];
+extern void tr_task_call (guint64 site, const guint64 * args);
 /* Non-zero under trace --mpi: blocks that access memory first append a time record (patterns.c). */
 extern guint64 tareador_patterns[];
 /* The task functions: their count, then {entry address, name} pairs sorted by address. */
@@ -277,15 +279,16 @@ static guint marker_kind (guint64 address)
   return 0;
 }
 
-/* The name of the task function whose entry is address, or NULL. */
-static const char * task_function (guint64 address)
+/* The entry of tareador_functions ({entry address, name}) of the task function starting at
+ * address, or NULL. */
+static const guint64 * task_function (guint64 address)
 {
   guint64 low = 0, high = tareador_functions[0];
   while (low < high)
   {
     guint64 mid = (low + high) / 2, entry = tareador_functions[1 + 2 * mid];
     if (entry == address)
-      return (const char *) tareador_functions[2 + 2 * mid];
+      return &tareador_functions[1 + 2 * mid];
     if (entry < address)
       low = mid + 1;
     else
@@ -294,9 +297,22 @@ static const char * task_function (guint64 address)
   return NULL;
 }
 
-static void on_function_enter (GumCpuContext * cpu, gpointer name)
+/* A task function's call is also its task's body called with its arguments, for tareador hints
+ * (shadow.c's tr_task_call), when a direct call (e8 rel32) to the function made it: not when a
+ * tail call (jmp) or a pointer reached it. At the entry [rsp] is the return address and the
+ * stack arguments follow it. */
+static void on_function_enter (GumCpuContext * cpu, gpointer function)
 {
-  tr_function_enter ((const char *) name, cpu->rsp, cpu->rbp);
+  const guint64 * f = function, * stack = (const guint64 *) cpu->rsp;
+  const guint64 back = stack[0];  /* tr_function_enter puts the return stub in its place */
+  const guint8 * call = (const guint8 *) (back - 5);
+  tr_function_enter ((const char *) f[1], cpu->rsp, cpu->rbp);
+  if (in_ranges (tareador_code_ranges, back - 5) && call[0] == 0xe8
+      && back + (guint64) (gint64) *(const gint32 *) (call + 1) == f[0])
+  {
+    guint64 args[8] = { cpu->rdi, cpu->rsi, cpu->rdx, cpu->rcx, cpu->r8, cpu->r9, stack[1], stack[2] };
+    tr_task_call (back - 5, args);
+  }
 }
 
 static void on_function_return (GumCpuContext * cpu, gpointer data)
@@ -309,11 +325,28 @@ static void on_marker (GumCpuContext * cpu, gpointer kind)
   tr_marker (GPOINTER_TO_UINT (kind), cpu->rdi, cpu->rsp, *(guint64 *) cpu->rsp, cpu->rbp);
 }
 
+/* The first direct call of a block that begins where a tareador_start_task returns: the task's
+ * body, called with its arguments (shadow.c's tr_task_call). */
+static void on_task_call (GumCpuContext * cpu, gpointer site)
+{
+  const guint64 * stack = (const guint64 *) cpu->rsp;
+  guint64 args[8] = { cpu->rdi, cpu->rsi, cpu->rdx, cpu->rcx, cpu->r8, cpu->r9, stack[0], stack[1] };
+  tr_task_call (GPOINTER_TO_SIZE (site), args);
+}
+
+static gboolean is_task_site (guint64 address)
+{
+  for (const guint64 * s = tr_task_sites; *s != 0; s++)
+    if (*s == address)
+      return TRUE;
+  return FALSE;
+}
+
 void transform (GumStalkerIterator * it, GumStalkerOutput * output, gpointer user_data)
 {
   GumX86Writer * w = output->writer.x86;
   const cs_insn * insn;
-  gboolean first = TRUE, analyse = FALSE, untimed = tareador_patterns[0] != 0;
+  gboolean first = TRUE, analyse = FALSE, task_site = FALSE, untimed = tareador_patterns[0] != 0;
   guint32 origin = 0;
   guint8 * count_patch = NULL;
   guint instructions = 0, unchecked = 0;
@@ -324,7 +357,7 @@ void transform (GumStalkerIterator * it, GumStalkerOutput * output, gpointer use
     {
       guint kind = marker_kind (insn->address);
       first = FALSE;
-      const char * function = kind == 0 ? task_function (insn->address) : NULL;
+      const guint64 * function = kind == 0 ? task_function (insn->address) : NULL;
       if (kind != 0)
         gum_stalker_iterator_put_callout (it, on_marker, GUINT_TO_POINTER (kind), NULL);
       else if (function != NULL)
@@ -332,6 +365,7 @@ void transform (GumStalkerIterator * it, GumStalkerOutput * output, gpointer use
       else if (insn->address == tr_return_stub)
         gum_stalker_iterator_put_callout (it, on_function_return, NULL, NULL);
       analyse = kind == 0 && in_ranges (tareador_code_ranges, insn->address);
+      task_site = analyse && is_task_site (insn->address);
       origin = in_ranges (tareador_user_ranges, insn->address) ? ACCESS_PROGRAM : 0;
       if (analyse)
       {
@@ -348,6 +382,11 @@ void transform (GumStalkerIterator * it, GumStalkerOutput * output, gpointer use
         unchecked = 0;
       }
       unchecked += put_accesses (w, insn, origin, &untimed);
+      if (task_site && insn->id == X86_INS_CALL && insn->size == 5 && insn->bytes[0] == 0xe8)
+      {
+        gum_stalker_iterator_put_callout (it, on_task_call, GSIZE_TO_POINTER (insn->address), NULL);
+        task_site = FALSE;
+      }
     }
     tr_translated (w->pc, insn->address);
     gum_stalker_iterator_keep (it);

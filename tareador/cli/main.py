@@ -18,7 +18,7 @@ from tareador import __version__
 from tareador.stopping import Stopped, stop_signals
 
 SUBCOMMANDS = ["config", "trace", "mpirun", "postprocess", "patterns", "overlap", "graph", "simulate", "whatif",
-               "explore", "replay"]
+               "explore", "hints", "replay"]
 
 
 class UserError(Exception):

@@ -70,6 +70,33 @@ class DataObject:
 
 
 @dataclass(frozen=True)
+class Access:
+    """What one fragment read and wrote of one object (a row of accesses.csv), for tareador hints:
+    byte ranges [lo, hi) relative to the object's start; read = read before the fragment wrote it.
+    -1, -1 where it read (or wrote) nothing."""
+
+    task: int  # the fragment
+    object: str  # DataObject.name
+    read_lo: int
+    read_hi: int
+    write_lo: int
+    write_hi: int
+
+
+@dataclass(frozen=True)
+class TaskCall:
+    """The direct call a task instance made right after its start marker (a row of calls.csv):
+    its task body, with the integer arguments it was given."""
+
+    task: int  # the instance's first fragment
+    function: str
+    module: str  # path of the file holding the function and the call
+    function_offset: int  # from the module's start
+    site_offset: int  # the call instruction
+    args: str  # rdi, rsi, rdx, rcx, r8, r9 and the first 2 stack words (integer arguments 7, 8), hex, ';'-separated
+
+
+@dataclass(frozen=True)
 class MpiCall:
     """One MPI call of one rank (a row of mpi.csv); -1 and '' where a field does not apply."""
 

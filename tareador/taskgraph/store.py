@@ -13,8 +13,8 @@ from operator import attrgetter
 from pathlib import Path
 
 from tareador.files import output_file, write_text
-from tareador.taskgraph.model import (DEPENDENCY_KINDS, Communicator, DataObject, Dependency, MpiCall, TaskInstance,
-                                      TaskTrace)
+from tareador.taskgraph.model import (DEPENDENCY_KINDS, Access, Communicator, DataObject, Dependency, MpiCall,
+                                      TaskCall, TaskInstance, TaskTrace)
 
 TABLES = {"tasks.csv": TaskInstance, "deps.csv": Dependency, "objects.csv": DataObject}
 # What tareador writes into a trace directory (trace, graph, simulate, whatif, explore): a new trace removes
@@ -24,7 +24,7 @@ OWNED = ("tasks.csv", "deps.csv", "objects.csv", "summary.json", "graph.dot", "g
          "profile.png", "gantt.png", "speedup.csv", "profile.csv", "ompss.dim", "ompss.pcf", "authentic.dim",
          "authentic.pcf", "whatif-*.png", "whatif.csv", "explore.csv", "explore.png", "mpi.csv", "comms.csv",
          "messages.csv", "patterns.npz", "patterns.csv", "patterns-*.png", "overlap-*.dim", "overlap.csv",
-         "overlap.png")
+         "overlap.png", "accesses.csv", "calls.csv")
 
 
 class TraceDirError(Exception):
@@ -123,6 +123,12 @@ def save(trace: TaskTrace, directory: str | Path) -> Path:
     write_text(d / "summary.json", json.dumps(trace.summary, indent=2, sort_keys=True) + "\n")
     trace.path = str(d)
     return d
+
+
+def save_accesses(directory: str | Path, accesses: list[Access], calls: list[TaskCall]) -> None:
+    """What each fragment read and wrote, and the calls tasks made (``tareador hints``), beside the trace."""
+    write_table(Path(directory) / "accesses.csv", Access, accesses)
+    write_table(Path(directory) / "calls.csv", TaskCall, calls)
 
 
 def save_mpi(directory: str | Path, calls: list[MpiCall], comms: list[Communicator]) -> None:

@@ -1,7 +1,7 @@
 """Turning the agent's result message into a TaskTrace.
 
-The agent ships its three tables as raw C structs (shadow.c's TaskRow, ObjectRow, EdgeRow)
-concatenated in one buffer, followed, when the program uses MPI, by mpi.c's (CallRow,
+The agent ships its tables as raw C structs (shadow.c's TaskRow, ObjectRow, EdgeRow, AccessRow,
+CallRow) concatenated in one buffer, followed, when the program uses MPI, by mpi.c's (CallRow,
 Completion, Comm, world ranks); numpy reads them without a per-row Python loop.
 """
 
@@ -14,13 +14,17 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from tareador.taskgraph.model import DEPENDENCY_KINDS, Communicator, DataObject, Dependency, MpiCall, TaskInstance
+from tareador.taskgraph.model import (DEPENDENCY_KINDS, Access, Communicator, DataObject, Dependency, MpiCall,
+                                      TaskCall, TaskInstance)
 
 TASK_ROW = np.dtype([("name", "<u4"), ("parent", "<u4"), ("instance", "<u4"), ("pad", "<u4"), ("start", "<u8"),
                      ("end", "<u8"), ("instructions", "<u8")])
 OBJECT_ROW = np.dtype([("address", "<u8"), ("size", "<u8"), ("site", "<u8"), ("kind", "<u4"),
                        ("disabled", "<u4"), ("alive", "<u4"), ("latent", "<u4")])
 EDGE_ROW = np.dtype([("src", "<u4"), ("dst", "<u4"), ("object", "<u4"), ("kind", "<u4"), ("bytes", "<u8")])
+ACCESS_ROW = np.dtype([("task", "<u4"), ("object", "<u4"), ("read_lo", "<u8"), ("read_hi", "<u8"),
+                       ("write_lo", "<u8"), ("write_hi", "<u8")])
+CALL_ROW = np.dtype([("task", "<u4"), ("pad", "<u4"), ("site", "<u8"), ("function", "<u8"), ("args", "<u8", 8)])
 MPI_CALL_ROW = np.dtype([("call", "<u4"), ("task", "<u4"), ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"),
                          ("object", "<u4"), ("bytes", "<u8"), ("posted", "<u8"), ("completed", "<u8"),
                          ("request", "<i8")])
@@ -35,7 +39,8 @@ NOT_COMPLETED = 0xFFFFFFFFFFFFFFFF
 
 def _unpack(meta: dict, data: bytes) -> list[np.ndarray]:
     counts = meta["counts"]
-    layout = [(TASK_ROW, counts["tasks"]), (OBJECT_ROW, counts["objects"]), (EDGE_ROW, counts["edges"])]
+    layout = [(TASK_ROW, counts["tasks"]), (OBJECT_ROW, counts["objects"]), (EDGE_ROW, counts["edges"]),
+              (ACCESS_ROW, counts["accesses"]), (CALL_ROW, counts["calls"])]
     if meta.get("mpi"):
         mpi = meta["mpi"]["counts"]
         layout += [(MPI_CALL_ROW, mpi["calls"]), (COMPLETION_ROW, mpi["completions"]), (COMM_ROW, mpi["comms"]),
@@ -135,12 +140,39 @@ def dependency_rows(edges: np.ndarray, objects: list[DataObject]) -> list[Depend
                        int(e["bytes"])) for e in edges[order]]
 
 
+def _relative(lo: int, hi: int, start: int) -> tuple[int, int]:
+    """[lo, hi) from the object's start; shadow.c's empty range (lo = UINT64_MAX) is -1, -1."""
+    return (-1, -1) if lo > hi else (lo - start, hi - start)
+
+
+def access_rows(meta: dict, data: bytes, objects: list[DataObject]) -> tuple[list[Access], list[TaskCall]]:
+    """accesses.csv and calls.csv: ranges relative to each object's start; rows of latent objects
+    (a library's own blocks, not listed) are dropped like their edges."""
+    tables = _unpack(meta, data)
+    raw_objects, accesses, calls = tables[1], tables[3], tables[4]
+    listed = raw_objects["latent"] == 0
+    number = np.cumsum(listed) - 1
+    base = raw_objects["address"][accesses["object"]] if len(raw_objects) else np.zeros(0, "<u8")
+    rows = []
+    for (task, obj, read_lo, read_hi, write_lo, write_hi), start in zip(accesses.tolist(), base.tolist()):
+        if listed[obj]:
+            rows.append(Access(task, objects[number[obj]].name, *_relative(read_lo, read_hi, start),
+                               *_relative(write_lo, write_hi, start)))
+    sites = meta.get("call_sites", {})
+    named = []
+    for task, _, site, function, args in calls.tolist():
+        where, body = sites.get(hex(site), {}), sites.get(hex(function), {})
+        named.append(TaskCall(task, body.get("function") or hex(function), where.get("path", ""),
+                              int(body.get("offset", 0)), int(where.get("offset", 0)), ";".join(map(hex, args))))
+    return rows, named
+
+
 def mpi_tables(meta: dict, data: bytes, objects: list[DataObject], rank: int) -> tuple[list[MpiCall],
                                                                                      list[Communicator]]:
     """The rank's MPI calls (mpi.csv) and communicators (comms.csv). Buffers are named by the
     objects.csv name of their object; a library's own block (latent, not listed) has none."""
     tables = _unpack(meta, data)
-    raw_objects, calls, completions, comms, ranks = tables[1], *tables[3:7]
+    raw_objects, calls, completions, comms, ranks = tables[1], *tables[5:9]
     listed = raw_objects["latent"] == 0
     number = np.cumsum(listed) - 1
     names = meta["mpi"]["names"]

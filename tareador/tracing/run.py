@@ -19,7 +19,7 @@ from pathlib import Path
 from tareador import __version__
 from tareador.taskgraph.model import TaskTrace
 from tareador.taskgraph.patterns import save_rank_patterns
-from tareador.taskgraph.store import save, save_mpi
+from tareador.taskgraph.store import save, save_accesses, save_mpi
 from tareador.tracing import decode, mpi_launch
 from tareador.tracing.driver import TracingError, check_program, run_agent
 from tareador.tracing.functions import FunctionError, TaskFunction, program_functions, resolve
@@ -283,6 +283,7 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     if mpi or mpi_meta:
         trace.summary.update(_mpi_summary(mpi_meta, rank, calls))
     save(trace, out_dir)
+    save_accesses(out_dir, *decode.access_rows(meta, result.data, objects))
     if mpi or mpi_meta:
         save_mpi(out_dir, calls, comms)
     recorded = decode.pattern_tables(meta, result.data)

@@ -1,0 +1,163 @@
+"""What a task's body is called with, read from the executable: the function's parameters
+(DWARF, through readelf) and the argument expressions written at the call (the source line that
+addr2line names). ``tareador hints`` uses them to say ``depend(in: A[k][k][0:256])`` instead of
+``heap:cholesky.c:27#3``. Without debug information both are empty and hints fall back to
+argument positions and object names.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+_ENTRY = re.compile(r"^\s*<(\d+)><([0-9a-f]+)>: Abbrev Number: \d+ \((DW_TAG_\w+)\)")
+_ATTRIBUTE = re.compile(r"^\s*<[0-9a-f]+>\s+(DW_AT_\w+)\s*: (.*)$")
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    pointee_size: int | None  # bytes of what it points to; None: not a pointer; 1 for void *
+    floating: bool  # passed in an xmm register, not in the integer ones calls.csv records
+
+
+@dataclass(frozen=True)
+class Signature:
+    function: str
+    parameters: tuple[Parameter, ...]  # empty without DWARF
+    arguments: tuple[str, ...]  # the call's argument expressions in the source; empty if unreadable
+
+
+def _value(text: str) -> str:
+    """readelf prints strings from .debug_str as '(indirect string, offset: 0x..): name'."""
+    return text.rsplit("): ", 1)[1].strip() if text.startswith("(") and "): " in text else text.strip()
+
+
+@lru_cache(maxsize=8)
+def _dwarf(module: str) -> dict[int, dict]:
+    """Every DWARF entry of module by offset: tag, depth, attributes, children offsets."""
+    if not shutil.which("readelf"):
+        return {}
+    out = subprocess.run(["readelf", "--debug-dump=info", module], capture_output=True, text=True).stdout
+    entries: dict[int, dict] = {}
+    stack: list[int] = []
+    current = None
+    for line in out.splitlines():
+        m = _ENTRY.match(line)
+        if m:
+            depth, offset = int(m.group(1)), int(m.group(2), 16)
+            current = {"tag": m.group(3), "attrs": {}, "children": []}
+            entries[offset] = current
+            del stack[depth:]
+            if stack:
+                entries[stack[-1]]["children"].append(offset)
+            stack.append(offset)
+            continue
+        a = _ATTRIBUTE.match(line)
+        if a and current is not None:
+            current["attrs"][a.group(1)] = _value(a.group(2))
+    return entries
+
+
+def _reference(text: str | None) -> int | None:
+    m = re.match(r"<0x([0-9a-f]+)>", text or "")
+    return int(m.group(1), 16) if m else None
+
+
+_QUALIFIERS = ("DW_TAG_const_type", "DW_TAG_volatile_type", "DW_TAG_typedef", "DW_TAG_restrict_type")
+
+
+def _unqualified(entries: dict[int, dict], type_ref: int | None) -> dict | None:
+    """The type entry behind const/volatile/restrict/typedef; None for void or unknown."""
+    entry = entries.get(type_ref) if type_ref is not None else None
+    for _ in range(16):
+        if not entry or entry["tag"] not in _QUALIFIERS:
+            break
+        entry = entries.get(_reference(entry["attrs"].get("DW_AT_type")))
+    return entry
+
+
+def _parameter(entries: dict[int, dict], attrs: dict, n: int) -> Parameter:
+    t = _unqualified(entries, _reference(attrs.get("DW_AT_type")))
+    pointee_size = None
+    if t and t["tag"] == "DW_TAG_pointer_type":
+        pointee = _unqualified(entries, _reference(t["attrs"].get("DW_AT_type")))
+        pointee_size = int(pointee["attrs"].get("DW_AT_byte_size", "1"), 0) if pointee else 1
+    floating = bool(t) and t["tag"] == "DW_TAG_base_type" and "float" in t["attrs"].get("DW_AT_encoding", "")
+    return Parameter(attrs.get("DW_AT_name", f"arg{n + 1}"), pointee_size, floating)
+
+
+def parameters(module: str, function_offset: int) -> tuple[Parameter, ...]:
+    """The formal parameters of the function starting at function_offset (its DW_AT_low_pc)."""
+    entries = _dwarf(module)
+    for entry in entries.values():
+        low = entry["attrs"].get("DW_AT_low_pc")
+        if entry["tag"] == "DW_TAG_subprogram" and low and int(low, 16) == function_offset:
+            formal = [entries[c]["attrs"] for c in entry["children"] if entries[c]["tag"] == "DW_TAG_formal_parameter"]
+            return tuple(_parameter(entries, attrs, n) for n, attrs in enumerate(formal))
+    return ()
+
+
+def _source_line(module: str, offset: int) -> tuple[Path, int] | None:
+    if not shutil.which("addr2line"):
+        return None
+    out = subprocess.run(["addr2line", "-e", module, hex(offset)], capture_output=True, text=True).stdout
+    file, _, line = out.strip().partition(":")
+    line = line.split(" ")[0]
+    return (Path(file), int(line)) if file != "??" and line.isdigit() and Path(file).is_file() else None
+
+
+def _split_arguments(text: str, function: str) -> tuple[str, ...]:
+    """The arguments of the first call of function in text, split at its top-level commas."""
+    m = re.search(rf"\b{re.escape(function)}\s*\(", text)
+    if not m:
+        return ()
+    args, depth, current = [], 0, ""
+    for ch in text[m.end():]:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            if depth == 0:
+                return tuple(a for a in (*args, current.strip()) if a)
+            depth -= 1
+        if ch == "," and depth == 0:
+            args.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    return ()
+
+
+def call_arguments(module: str, site_offset: int, function: str) -> tuple[str, ...]:
+    """The argument expressions of the call of function written at the call site's line (and
+    the lines after it, for a call spread over several)."""
+    where = _source_line(module, site_offset)
+    if where is None:
+        return ()
+    lines = where[0].read_text(errors="replace").splitlines()
+    return _split_arguments(" ".join(lines[where[1] - 1:where[1] + 4]), function)
+
+
+@lru_cache(maxsize=8)
+def _image_base(module: str) -> int:
+    """Where a non-PIE executable (ELF type EXEC) is linked: its DWARF and line addresses are the
+    offsets from the module's start plus this; 0 for PIE executables and libraries."""
+    if not shutil.which("readelf"):
+        return 0
+    out = subprocess.run(["readelf", "-lW", module], capture_output=True, text=True).stdout
+    if "file type is EXEC" not in out:
+        return 0
+    return min((int(f[2], 16) for f in (line.split() for line in out.splitlines()) if f and f[0] == "LOAD"),
+               default=0)
+
+
+def signature(module: str, function: str, function_offset: int, site_offset: int) -> Signature:
+    if not module or not Path(module).is_file():
+        return Signature(function, (), ())
+    base = _image_base(module)
+    return Signature(function, parameters(module, base + function_offset),
+                     call_arguments(module, base + site_offset, function))

@@ -1,0 +1,46 @@
+"""``tareador hints DIR``: the depend clauses each task type needs, from one traced run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "hints", help="what each task type reads and writes, as OpenMP and OmpSs-2 depend clauses",
+        description="For every task type, the objects its instances read before writing (in), write (out) or "
+                    "both (inout), with byte ranges from the argument that points into each object; the pragmas "
+                    "to paste; and warnings (globals not passed, unordered writers, WAR/WAW that OpenMP keeps).",
+        epilog="example:\n  tareador hints chol.tareador --size TS=16",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("trace_dir", metavar="DIR", help="trace directory written by 'tareador trace'")
+    p.add_argument("--size", action="append", default=[], metavar="NAME=VALUE",
+                   help="write the number VALUE (and products of two named values) as NAME in sections; repeatable")
+    p.add_argument("--json", action="store_true", help="print the hints as one JSON object")
+    p.set_defaults(func=run)
+
+
+def size_names(items: list[str]) -> dict[str, int]:
+    from tareador.cli.main import UserError
+
+    sizes = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if not name.strip().isidentifier() or not value.strip().isdigit() or int(value) < 2:
+            raise UserError(f"--size {item!r}: expected NAME=VALUE with VALUE an integer >= 2, e.g. --size TS=16")
+        sizes[name.strip()] = int(value)
+    return sizes
+
+
+def run(args) -> int:
+    from tareador.analyses.hints import load_hints
+    from tareador.cli.main import UserError
+    from tareador.render.hints import format_hints, hints_json
+
+    sizes = size_names(args.size)
+    h = load_hints(args.trace_dir)
+    if not h.types:
+        raise UserError(f"{args.trace_dir} has no task instances: mark tasks (or use --task-function) and trace again")
+    print(json.dumps(hints_json(h, sizes)) if args.json else format_hints(h, sizes))
+    return 0
