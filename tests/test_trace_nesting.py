@@ -274,3 +274,57 @@ int main(void) {
     seen = []
     run_agent([str(exe)], progress=seen.append)
     assert seen and seen[-1]["tasks"] == 3  # parent and two children; 7 fragments with main's
+
+
+FIB = r'''
+#include <stdlib.h>
+#include "tareador.h"
+static long fib(int n)
+{
+  if (n < 2) return n;
+  long x, y;
+  tareador_start_task("fib");
+  x = fib(n - 1);
+  tareador_end_task("fib");
+  tareador_start_task("fib");
+  y = fib(n - 2);
+  tareador_end_task("fib");
+  return x + y;   /* the taskwait: reads what both children wrote into this frame */
+}
+int main(int argc, char **argv)
+{
+  tareador_ON();
+  long r = fib(atoi(argv[1]));
+  tareador_OFF();
+  return r == 5 ? 0 : 1;
+}
+'''
+
+
+def test_children_write_their_parents_locals(compile_c, tmp_path):
+    """fib(5) with a task per recursive call, results in the caller's locals x and y (the classic
+    OmpSs/OpenMP example): the fragment that adds x + y (the caller's last) depends on both
+    children through its own stack frame, however deep. fib(n) creates children for n >= 2; the
+    15 calls of fib(5) are main's and 14 tasks, 7 of which (n >= 2) create two children each.
+    Nothing else is shared but the stack slots a caller passes n through (-O0), so every RAW edge
+    between two instances is a child's result into its parent or a parent's n into its child.
+    (At -O2 x lives in a callee-saved register across the second call: no memory carries it.)"""
+    t = trace([str(compile_c(write_c(tmp_path, "fib", FIB))), "5"], tmp_path / "t", progress=False)
+    instances = {f.id: f for f in t.tasks if f.starts_instance and not f.is_main}
+    assert len(instances) == 14
+    last = {}
+    for f in t.tasks:
+        last[f.instance] = f  # fragments are in id order: the last one is the instance's end
+    owner = {f.id: f.instance for f in t.tasks}
+    children: dict[int, list[int]] = {}
+    for i, f in instances.items():
+        children.setdefault(owner[f.parent], []).append(i)
+    raw = {(owner[d.src], owner[d.dst], d.src, d.dst) for d in t.deps if d.kind == "RAW" and d.object.startswith("stack")}
+    parents = [p for p in children if p in instances]
+    assert len(parents) == 6  # fib(4), fib(3) twice, fib(2) three times, all but main's fib(5)
+    for p in children:
+        for c in children[p]:
+            assert (c, p, last[c].id, last[p].id) in raw, (c, p)
+    crossing = {(a, b) for a, b, _, _ in raw if a != b}
+    assert crossing <= {(c, p) for p in children for c in children[p]} | {(p, c) for p in children for c in children[p]}
+    assert t.tinf < t.t1

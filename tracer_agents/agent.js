@@ -181,7 +181,6 @@ function loadNative(options) {
   /* tareador explore: the candidate functions are the tasks, not the program's own markers. */
   const found = MARKER_NAMES.map((name, k) => (k === 0 || (options.explore && (k === MARK.START || k === MARK.END))
     ? null : findMarker(name)));
-  if (options.explore) lib.getExportByName('tr_private_writers').writeU32(1);
   found.forEach((address, k) => { if (address !== null) markers.add(8 * k).writePointer(address); });
   /* The spawned process's main thread has the process id as thread id. */
   const thread = Memory.alloc(8);

@@ -285,7 +285,10 @@ static AccessRow *access_row(uint32_t object) {
 
 /* Bytes [lo, hi) of object (a shadow id) were read before the running fragment wrote them, or
  * were written by it. */
+static int private_access;  /* analyse() is in the running instance's private stack: see dead_frame */
+
 static inline void note_access(uint32_t object, uint64_t lo, uint64_t hi, int is_write) {
+  if (private_access) return;
   AccessRow *a = last_access;
   if (!a || a->object != object - 1) {
     a = access_row(object - 1);
@@ -301,6 +304,26 @@ static inline void note_access(uint32_t object, uint64_t lo, uint64_t hi, int is
  * fragment of the instance wrote is not read before written by the instance. */
 static inline int same_instance(uint32_t w, uint32_t me) {
   return w && tasks[w - 1].instance == tasks[me - 1].instance;
+}
+
+
+/* A task instance's private stack (below the stack pointer where it started) is shared with its
+ * descendants only, and frames there are reused by one call after another: an access there (by
+ * the instance or a descendant) depends on a fragment only if that fragment is the instance or a
+ * descendant (its id is not below the instance's first: everything after that in the sequential
+ * run is the instance or its descendants) and, for a descendant, the byte was not in its own
+ * private stack, a dead frame (a child's write into its parent's local, as fib's
+ * x = fib(n - 1) read after the taskwait, counts; the child's own frames, reused by the parent
+ * after it returned, do not). Outside a private stack every writer counts. */
+static int owned_stack;        /* analyse() is in an open instance's private stack ... */
+static uint32_t edge_floor;    /* ... whose first fragment is this, on behalf of ... */
+static uint32_t running;       /* ... this instance (its earlier fragments are ordered before it anyway) */
+static uint64_t *instance_top; static uint64_t top_capacity;  /* per fragment: its private stack's top, 0 none */
+
+static inline int dead_frame(uint32_t src, uint64_t address) {
+  uint32_t instance = tasks[src].instance;
+  return owned_stack && (src < edge_floor || instance == running
+                         || (instance != edge_floor && address < instance_top[instance]));
 }
 
 /* The call a task instance makes right after its tareador_start_task (the usual `start; f(args);
@@ -552,12 +575,12 @@ static void analyse_split(SplitGranule *s, uint64_t address, uint64_t off, uint6
       if (r == me) continue;
       b->reader = me;
       if (w != me && !same_instance(w, me)) note_access(object, address + k, address + k + 1, 0);
-      if (w && w != me) run_add(&runs->raw, w - 1, object - 1, me - 1, 1);
+      if (w && w != me && !dead_frame(w - 1, address + k)) run_add(&runs->raw, w - 1, object - 1, me - 1, 1);
     } else {
       if (w == me && !r) continue;
       note_access(object, address + k, address + k + 1, 1);
-      if (w && w != me) run_add(&runs->waw, w - 1, object - 1, me - 1, 1);
-      if (r && r != me) run_add(&runs->war, r - 1, object - 1, me - 1, 1);
+      if (w && w != me && !dead_frame(w - 1, address + k)) run_add(&runs->waw, w - 1, object - 1, me - 1, 1);
+      if (r && r != me && !dead_frame(r - 1, address + k)) run_add(&runs->war, r - 1, object - 1, me - 1, 1);
       b->writer = me;
       b->reader = 0;
     }
@@ -602,15 +625,18 @@ static void analyse_in_chunk(ShadowChunk *c, uint64_t base, uint64_t i, uint64_t
         if (take == GRANULE) {
           *x = (Granule) { w, me };
           if (w != me && !same_instance(w, me)) note_access(object, base + g * GRANULE, base + (g + 1) * GRANULE, 0);
-          if (w && w != me) run_add(&runs->raw, w - 1, object - 1, me - 1, GRANULE);
+          if (w && w != me && !dead_frame(w - 1, base + g * GRANULE))
+            run_add(&runs->raw, w - 1, object - 1, me - 1, GRANULE);
           continue;
         }
       } else {
         if (w == me && !r) continue;
         if (take == GRANULE) {
           note_access(object, base + g * GRANULE, base + (g + 1) * GRANULE, 1);
-          if (w && w != me) run_add(&runs->waw, w - 1, object - 1, me - 1, GRANULE);
-          if (r && r != me) run_add(&runs->war, r - 1, object - 1, me - 1, GRANULE);
+          if (w && w != me && !dead_frame(w - 1, base + g * GRANULE))
+            run_add(&runs->waw, w - 1, object - 1, me - 1, GRANULE);
+          if (r && r != me && !dead_frame(r - 1, base + g * GRANULE))
+            run_add(&runs->war, r - 1, object - 1, me - 1, GRANULE);
           *x = (Granule) { me, 0 };
           continue;
         }
@@ -622,22 +648,26 @@ static void analyse_in_chunk(ShadowChunk *c, uint64_t base, uint64_t i, uint64_t
   }
 }
 
-/* tareador explore records every candidate function as a task, the finest decomposition, and
- * merges calls into coarser ones afterwards: the last writer of a byte must then not depend on
- * the decomposition, so a task's writes to its private stack still make it the bytes' writer
- * (a function's locals that its own callees read are written by it, whether it is a task or
- * not). Reads there stay private. Set by agent.js for explore's recording only. */
-uint32_t tr_private_writers;
-
 static void analyse_range(uint64_t address, uint64_t end, int is_write, int program, uint32_t me, EdgeRuns *runs);
 
+/* The part of an access inside the open instances' private stacks is analysed one instance's
+ * stack at a time, innermost first, each with its owner's floor (dead_frame); the running
+ * instance's own is not a clause of the task for hints (private_access). */
 static void analyse(uint64_t address, uint64_t size, int is_write, int program, uint32_t me, EdgeRuns *runs) {
   uint64_t end = address + size;
-  if (address < tr_state.private_top && end > tr_state.stack_low) {
-    if (is_write && tr_private_writers)
-      analyse_range(address, end < tr_state.private_top ? end : tr_state.private_top, is_write, program, me, runs);
-    if (end <= tr_state.private_top) return;
-    address = tr_state.private_top;
+  if (tr_state.depth && address < instance_top[open_tasks[0]] && end > tr_state.stack_low) {
+    owned_stack = 1;
+    running = tasks[tr_state.current].instance;
+    for (uint32_t d = tr_state.depth; d-- > 0 && address < end;) {
+      uint64_t top = instance_top[open_tasks[d]], stop = end < top ? end : top;
+      if (address >= top) continue;
+      edge_floor = open_tasks[d];
+      private_access = d == tr_state.depth - 1;
+      analyse_range(address, stop, is_write, program, me, runs);
+      address = stop;
+    }
+    owned_stack = private_access = 0;
+    if (address >= end) return;
   }
   analyse_range(address, end, is_write, program, me, runs);
 }
@@ -808,6 +838,12 @@ static int64_t new_fragment(uint32_t name, uint32_t parent, uint32_t instance) {
     if (!grown) return -1;
     tasks = grown;
   }
+  if (task_count == top_capacity) {
+    uint64_t *grown = grow(instance_top, &top_capacity, sizeof(uint64_t));
+    if (!grown) return -1;
+    instance_top = grown;
+  }
+  instance_top[task_count] = 0;
   TaskRow *t = &tasks[task_count];
   t->name = name; t->parent = parent; t->pad = 0;
   t->instance = instance == NO_PARENT ? (uint32_t) task_count : instance;
@@ -912,7 +948,7 @@ void tr_marker(uint32_t kind, uint64_t argument, uint64_t sp, uint64_t return_ad
     if (id < 0) break;
     open_tasks[tr_state.depth++] = (uint32_t) id;
     tr_state.current = (uint32_t) id;
-    tr_state.private_top = sp;
+    tr_state.private_top = instance_top[id] = sp;
     break;
   }
   case MARK_END: {

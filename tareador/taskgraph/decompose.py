@@ -10,8 +10,8 @@ the merged fragments, and those inside one fragment vanish.
 This is exact because the sequential run is the same whatever the decomposition: the task
 boundaries of a coarser one are a subset of the finest one's, so the fragments of the coarser
 one are unions of consecutive finest fragments, and the last writer of every byte read is
-the same write (the recording keeps the writers of private stack writes for that, see
-shadow.c ``tr_private_writers``). Two things are not carried over: byte counts of merged
+the same write (a task's writes to its private stack make it their writer, see shadow.c
+``analyse``). Two things are not carried over: byte counts of merged
 edges add up the bytes each finest fragment read (a byte read by two of them counts twice),
 and reads of never-written stack bytes (uninitialised locals) may differ, as the private
 stack of a task depends on where tasks start. ``tests/test_explore.py`` checks merged
