@@ -163,7 +163,7 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
     """Spawn argv under the agent; returns the agent's result (or what is known if none came).
     patterns: also record the communication patterns (tracer_agents/patterns.c; MPI runs);
     task_functions: the TaskFunction entries whose calls are tasks; explore: record them for
-    tareador explore (the program's task markers ignored, private stack writes kept)."""
+    tareador explore (the program's task markers ignored)."""
     path = check_program(argv)
     sources = toolchain.agent_sources()
     toolchain.installed_annotation_library()
