@@ -8,7 +8,6 @@ import sys
 
 import pytest
 
-import tareador
 from conftest import EXAMPLES, write_c
 from tareador.analyses.explore import explore
 from tareador.replay.machine import Machine

@@ -38,7 +38,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from tareador.formats import collectives
 from tareador.formats import collectives, mpi_events
 from tareador.formats.dimemas import (GLOBAL_OP, GLOBAL_OPS, GLOP_SYNC, INT_MAX, RECV, SEND, SYNC_IMMEDIATE,
                                       SYNC_RENDEZVOUS, write_dim, write_task_labels)
@@ -171,9 +170,10 @@ def receive_record(rank: int, src: int, size: int, tag: int, comm: int, kind: in
     return f"{RECV}:{rank}:0:{src}:{max(size, 0)}:{tag}:{comm}:{kind}\n"
 
 
-def _collectives(matching: Matching, collectives: str) -> dict[tuple[int, int], str]:
-    """(rank, seq) -> each member's part of each complete collective."""
-    return _global_operations(matching) if collectives == "dimemas" else _collective_messages(matching)
+def _collectives(matching: Matching, form: str) -> dict[tuple[int, int], str]:
+    """(rank, seq) -> each member's part of each complete collective, written in ``form`` (one of
+    COLLECTIVE_FORMS)."""
+    return _global_operations(matching) if form == "dimemas" else _collective_messages(matching)
 
 
 def _global_operations(matching: Matching) -> dict[tuple[int, int], str]:
