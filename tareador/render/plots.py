@@ -41,17 +41,21 @@ def _text(name: str) -> str:
     return printable(name).replace("$", r"\$")
 
 
+def _speedup_curve(ax, cores: list[int], speedup, label: str) -> None:
+    """Speedup against core counts, beside the ideal (speedup = cores), on a log2 axis of the counts."""
+    ax.plot(cores, speedup, "o-", label=label)
+    ax.plot(cores, cores, ":", color="grey", label="ideal")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(cores, [str(c) for c in cores])
+
+
 def plot_speedup(study: Study, path: str | Path) -> Path:
     finite = [(s.cores, s.makespan) for s in study.schedules if s.cores is not None]
     fig = Figure(figsize=(6, 4))
     ax = fig.add_subplot()
     if finite:
-        cores = np.array([c for c, _ in finite])
-        speedup = study.t1 / (np.array([m for _, m in finite]) / study.rate)
-        ax.plot(cores, speedup, "o-", label="simulated")
-        ax.plot(cores, cores, ":", color="grey", label="ideal")
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(cores, [str(c) for c in cores])
+        _speedup_curve(ax, [c for c, _ in finite], study.t1 / (np.array([m for _, m in finite]) / study.rate),
+                       "simulated")
     ax.axhline(study.parallelism, color="tab:red", ls="--", label=f"parallelism T1/T∞ = {study.parallelism:.2f}")
     ax.set_xlabel("cores")
     ax.set_ylabel("speedup over the sequential run")
@@ -66,11 +70,8 @@ def plot_mpi_speedup(study: MpiStudy, path: str | Path) -> Path:
     fig = Figure(figsize=(6, 4))
     ax = fig.add_subplot()
     if finite:
-        cores = np.array([r["cores_per_rank"] for r in finite])
-        ax.plot(cores, [r["speedup"] for r in finite], "o-", label="MPI/OmpSs (ompss.dim)")
-        ax.plot(cores, cores, ":", color="grey", label="ideal")
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(cores, [str(c) for c in cores])
+        _speedup_curve(ax, [r["cores_per_rank"] for r in finite], [r["speedup"] for r in finite],
+                       "MPI/OmpSs (ompss.dim)")
     for r in rows:
         if r["efficiency"] is None:
             ax.axhline(r["speedup"], color="tab:red", ls="--", label=f"unbounded cores: {r['speedup']:.2f}")
