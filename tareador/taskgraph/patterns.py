@@ -17,6 +17,8 @@ message, with each element's time as a fraction of its interval:
 
 from __future__ import annotations
 
+import zipfile
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,7 +88,7 @@ def load_rank_patterns(directory: Path) -> RankPatterns:
         with np.load(path, allow_pickle=False) as f:
             columns = {k: f[k] for k in FIELDS}
             return RankPatterns(columns, f["times"], int(f["rank_end"]), production_starts(columns))
-    except (OSError, ValueError, KeyError) as e:
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as e:
         raise TraceDirError(f"{path} is not a patterns file ({e}); trace the run again") from None
 
 
