@@ -138,6 +138,28 @@ def test_patterns_refuses_a_truncated_rank_file_in_one_line(tmp_path, traced):
         assert f"{rank_file} is not a patterns file" in r.stderr
 
 
+def test_an_interrupted_save_keeps_the_previous_patterns_file(tmp_path, monkeypatch):
+    """Ctrl-C while patterns.npz is written (np.savez writing its second array) used to leave a
+    zip of the first arrays only, which loads as a run without its consumption."""
+    from tareador.taskgraph import patterns
+
+    path = tmp_path / "patterns.npz"
+    patterns.save_run_patterns(path, [])
+    before = path.read_bytes()
+    write_array = np.lib.format.write_array
+    written = []
+
+    def interrupted(*args, **kwargs):
+        if written:
+            raise KeyboardInterrupt
+        written.append(write_array(*args, **kwargs))
+
+    monkeypatch.setattr(np.lib.format, "write_array", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        patterns.save_run_patterns(path, [pattern([0.0, 1.0], [0.0, 1.0])])
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["patterns.npz"]
+
+
 def pattern(production, consumption):
     return TransferPattern(0, 0, 1, 0, 8 * len(production), 0, 100, 0, 100, np.array(production, dtype=float),
                            np.array(consumption, dtype=float))

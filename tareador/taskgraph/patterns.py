@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tareador.files import output_file
 from tareador.taskgraph.store import TraceDirError
 
 RANK_FILE = "patterns.npz"
@@ -37,8 +38,9 @@ FIELDS = ("call", "address", "bytes", "element", "at", "first", "end", "receive"
 def save_rank_patterns(directory: str | Path, rows: np.ndarray, times: np.ndarray, end: int) -> None:
     """What patterns.c recorded in one rank; end: the rank's last instruction time (the end of
     watches still open)."""
-    np.savez_compressed(Path(directory) / RANK_FILE, times=times, rank_end=np.uint64(end),
-                        **{f: np.ascontiguousarray(rows[f]) for f in FIELDS})
+    with output_file(Path(directory) / RANK_FILE, "wb") as f:
+        np.savez_compressed(f, times=times, rank_end=np.uint64(end),
+                            **{k: np.ascontiguousarray(rows[k]) for k in FIELDS})
 
 
 @dataclass(frozen=True)
@@ -171,4 +173,5 @@ def save_run_patterns(path: str | Path, transfers: Sequence[TransferPattern]) ->
         values = [getattr(t, side) for t in transfers]
         arrays[f"{side}_offsets"] = np.concatenate([[0], np.cumsum([len(v) for v in values])]).astype(np.int64)
         arrays[side] = np.concatenate(values) if values else np.zeros(0)
-    np.savez_compressed(path, **arrays)
+    with output_file(path, "wb") as f:
+        np.savez_compressed(f, **arrays)
