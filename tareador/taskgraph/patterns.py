@@ -21,6 +21,7 @@ import zipfile
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -53,9 +54,15 @@ class RankPatterns:
     end: int
     starts: np.ndarray
 
+    @cached_property
+    def _rows(self) -> dict[tuple[int, int], int]:
+        """(call, receive) -> its first row, built once: row_of is asked for every message, and a
+        scan of the columns each time made a run's patterns quadratic in its messages."""
+        keys = zip(self.columns["call"].tolist(), self.columns["receive"].tolist())
+        return {key: row for row, key in reversed(list(enumerate(keys)))}
+
     def row_of(self, call: int, receive: bool) -> int | None:
-        hits = np.flatnonzero((self.columns["call"] == call) & (self.columns["receive"] == int(receive)))
-        return int(hits[0]) if len(hits) else None
+        return self._rows.get((call, int(receive)))
 
     def elements(self, row: int) -> np.ndarray:
         first = int(self.columns["first"][row])
