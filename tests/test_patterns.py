@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import subprocess
 import sys
 
@@ -122,6 +123,41 @@ def test_patterns_refuses_what_it_cannot_use(tmp_path, traced):
         r = tareador("patterns", target, *args)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
         assert (says or "not the directory of an MPI run") in r.stderr
+
+
+def test_patterns_refuses_a_truncated_rank_file_in_one_line(tmp_path, traced):
+    """A rank's patterns.npz cut short (a full disk, a copy stopped midway) is not a zip any more:
+    numpy's BadZipFile, not an OSError, used to escape as a traceback."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(traced(OPEN_MPI, "linear", "linear"), run_dir)
+    rank_file = run_dir / "rank-1" / "patterns.npz"
+    rank_file.write_bytes(rank_file.read_bytes()[:500])
+    for command in (["patterns"], ["overlap", "--machine", CLUSTER, "--bandwidth", "10"]):
+        r = tareador(command[0], run_dir, *command[1:])
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+        assert f"{rank_file} is not a patterns file" in r.stderr
+
+
+def test_an_interrupted_save_keeps_the_previous_patterns_file(tmp_path, monkeypatch):
+    """Ctrl-C while patterns.npz is written (np.savez writing its second array) used to leave a
+    zip of the first arrays only, which loads as a run without its consumption."""
+    from tareador.taskgraph import patterns
+
+    path = tmp_path / "patterns.npz"
+    patterns.save_run_patterns(path, [])
+    before = path.read_bytes()
+    write_array = np.lib.format.write_array
+    written = []
+
+    def interrupted(*args, **kwargs):
+        if written:
+            raise KeyboardInterrupt
+        written.append(write_array(*args, **kwargs))
+
+    monkeypatch.setattr(np.lib.format, "write_array", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        patterns.save_run_patterns(path, [pattern([0.0, 1.0], [0.0, 1.0])])
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["patterns.npz"]
 
 
 def pattern(production, consumption):

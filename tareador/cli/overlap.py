@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from tareador.cli.patterns import add_chunks_option
+from tareador.files import output_file
 
 
 def register(subparsers) -> None:
@@ -53,7 +54,7 @@ def run(args) -> int:
     traces = {name: read_dim(paths[name]) for name in TRACES}
     study = overlap_sweep(traces, machine, bandwidths)
     csv_path = d / "overlap.csv"
-    with open(csv_path, "w", newline="") as f:
+    with output_file(csv_path, newline="") as f:
         w = csv.writer(f)
         w.writerow(["bandwidth_mb_s", "authentic_s", "real_s", "ideal_s", "speedup_real", "speedup_ideal"])
         for p in study.points:

@@ -51,21 +51,11 @@ KINDS = ("real", "ideal")
 
 def chunk_plan(t: TransferPattern, chunks: int, kind: str) -> tuple[list[int], list[int], list[int]]:
     """(bytes, send time on src, wait time on dst) of each chunk of a message, in instructions."""
-    produced = np.array_split(np.arange(len(t.production)), min(chunks, len(t.production)))
-    k = len(produced)
-    edges = np.round(np.cumsum([0] + [len(p) for p in produced]) * t.bytes / len(t.production)).astype(np.int64)
-    sizes = np.diff(edges).tolist()
-    if kind == "ideal":
-        sends = [t.production_start + (i + 1) * t.production_interval / k for i in range(k)]
-        waits = [t.completion_time + i * t.consumption_interval / k for i in range(k)]
-    else:
-        ready, read = t.production_times(), t.consumption_times()
-        sends = [ready[p].max() for p in produced]
-        waits = [read[p].min() if len(p) else t.consumption_end
-                 for p in np.array_split(np.arange(len(read)), k)]
-    sends = [int(min(max(s, t.production_start), t.send_time)) for s in sends]
-    waits = [int(min(max(w, t.completion_time), t.consumption_end)) for w in waits]
-    return sizes, sends, waits
+    k = min(chunks, len(t.production))
+    edges = np.round(np.cumsum([0] + [len(p) for p in np.array_split(t.production, k)]) * t.bytes
+                     / len(t.production)).astype(np.int64)
+    return (np.diff(edges).tolist(), _spread(t.production_times(), k, False, t.production_start, t.send_time, kind),
+            _spread(t.consumption_times(), k, True, t.completion_time, t.consumption_end, kind))
 
 
 def _spread(times: np.ndarray, k: int, first: bool, start: int, stop: int, kind: str) -> list[int]:

@@ -17,12 +17,16 @@ message, with each element's time as a fraction of its interval:
 
 from __future__ import annotations
 
+import zipfile
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
+from tareador.files import output_file
 from tareador.taskgraph.store import TraceDirError
 
 RANK_FILE = "patterns.npz"
@@ -35,8 +39,9 @@ FIELDS = ("call", "address", "bytes", "element", "at", "first", "end", "receive"
 def save_rank_patterns(directory: str | Path, rows: np.ndarray, times: np.ndarray, end: int) -> None:
     """What patterns.c recorded in one rank; end: the rank's last instruction time (the end of
     watches still open)."""
-    np.savez_compressed(Path(directory) / RANK_FILE, times=times, rank_end=np.uint64(end),
-                        **{f: np.ascontiguousarray(rows[f]) for f in FIELDS})
+    with output_file(Path(directory) / RANK_FILE, "wb") as f:
+        np.savez_compressed(f, times=times, rank_end=np.uint64(end),
+                            **{k: np.ascontiguousarray(rows[k]) for k in FIELDS})
 
 
 @dataclass(frozen=True)
@@ -49,9 +54,15 @@ class RankPatterns:
     end: int
     starts: np.ndarray
 
+    @cached_property
+    def _rows(self) -> dict[tuple[int, int], int]:
+        """(call, receive) -> its first row, built once: row_of is asked for every message, and a
+        scan of the columns each time made a run's patterns quadratic in its messages."""
+        keys = zip(self.columns["call"].tolist(), self.columns["receive"].tolist())
+        return {key: row for row, key in reversed(list(enumerate(keys)))}
+
     def row_of(self, call: int, receive: bool) -> int | None:
-        hits = np.flatnonzero((self.columns["call"] == call) & (self.columns["receive"] == int(receive)))
-        return int(hits[0]) if len(hits) else None
+        return self._rows.get((call, int(receive)))
 
     def elements(self, row: int) -> np.ndarray:
         first = int(self.columns["first"][row])
@@ -86,7 +97,7 @@ def load_rank_patterns(directory: Path) -> RankPatterns:
         with np.load(path, allow_pickle=False) as f:
             columns = {k: f[k] for k in FIELDS}
             return RankPatterns(columns, f["times"], int(f["rank_end"]), production_starts(columns))
-    except (OSError, ValueError, KeyError) as e:
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as e:
         raise TraceDirError(f"{path} is not a patterns file ({e}); trace the run again") from None
 
 
@@ -169,4 +180,5 @@ def save_run_patterns(path: str | Path, transfers: Sequence[TransferPattern]) ->
         values = [getattr(t, side) for t in transfers]
         arrays[f"{side}_offsets"] = np.concatenate([[0], np.cumsum([len(v) for v in values])]).astype(np.int64)
         arrays[side] = np.concatenate(values) if values else np.zeros(0)
-    np.savez_compressed(path, **arrays)
+    with output_file(path, "wb") as f:
+        np.savez_compressed(f, **arrays)
