@@ -168,3 +168,12 @@ def test_cli_end_to_end_and_bad_input(compile_c, tmp_path):
     trace([str(exe)], tmp_path / "plain", progress=False)
     empty = cli(tmp_path / "plain")
     assert empty.returncode == 2 and "has no task instances to explore" in empty.stderr
+
+
+def test_cli_refuses_an_mpi_runs_directory(compile_c, tmp_path):
+    """A directory of ranks is not one recording: the rank to give is named (was a missing comms.csv)."""
+    exe = compile_c(write_c(tmp_path, "three", THREE), markers=False)
+    assert cli("--no-progress", "-o", tmp_path / "run" / "rank-0", "--", exe).returncode == 0
+    bad = cli(tmp_path / "run")
+    assert bad.returncode == 2 and bad.stderr == f"tareador: {tmp_path / 'run'} is an MPI run: give one rank's " \
+                                                 f"trace, e.g. {tmp_path / 'run' / 'rank-0'}\n", bad.stderr

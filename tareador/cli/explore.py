@@ -81,10 +81,10 @@ def _record(args, argv: list[str]) -> tuple[Path, list[str]]:
 
 
 def run(args) -> int:
-    import tareador
     from tareador.analyses.explore import explore
     from tareador.cli.main import UserError
     from tareador.render.plots import plot_explore
+    from tareador.taskgraph.store import load_trace
 
     target = args.target
     if target[:1] != ["--"] and len(target) >= 1 and Path(target[0]).is_dir():
@@ -102,7 +102,7 @@ def run(args) -> int:
         out = directory
     else:
         out = Path(args.output or directory)
-    finest = tareador.load(directory)
+    finest = load_trace(directory)  # one process: an MPI run's directory is refused, naming a rank's
     if not finest.instances:
         candidates = finest.summary.get("explore_candidates")
         if candidates is not None:
