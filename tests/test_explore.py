@@ -177,3 +177,19 @@ def test_cli_refuses_an_mpi_runs_directory(compile_c, tmp_path):
     bad = cli(tmp_path / "run")
     assert bad.returncode == 2 and bad.stderr == f"tareador: {tmp_path / 'run'} is an MPI run: give one rank's " \
                                                  f"trace, e.g. {tmp_path / 'run' / 'rank-0'}\n", bad.stderr
+
+
+def test_cli_does_not_explore_a_run_cut_short(compile_c, tmp_path):
+    """A program that ends inside a task leaves a partial recording: a search of it would be of
+    another run, so the command fails in one line and writes no explore.csv (was explored, exit 0)."""
+    exe = compile_c(write_c(tmp_path, "cut", r"""
+#include <stdlib.h>
+int g[10];
+__attribute__((noinline)) void step(int i) { g[i]++; if (i == 5) exit(3); }
+int main(void) { for (int i = 0; i < 10; i++) step(i); return 0; }
+"""), markers=False)
+    bad = cli("--no-progress", "-o", tmp_path / "cut.explore", "--", exe)
+    assert bad.returncode == 2 and bad.stderr == f'tareador: the program exited with status 3 inside task "step"; ' \
+                                                 f"its partial recording in {tmp_path / 'cut.explore'} is not " \
+                                                 "explored\n", bad.stderr
+    assert not (tmp_path / "cut.explore" / "explore.csv").exists()
