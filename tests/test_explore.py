@@ -193,3 +193,14 @@ int main(void) { for (int i = 0; i < 10; i++) step(i); return 0; }
                                                  f"its partial recording in {tmp_path / 'cut.explore'} is not " \
                                                  "explored\n", bad.stderr
     assert not (tmp_path / "cut.explore" / "explore.csv").exists()
+
+
+def test_cli_refuses_a_stripped_program_before_running_it(compile_c, tmp_path):
+    """No symbol table, no candidates: said before the run, not as a call-less region after it."""
+    exe = compile_c(write_c(tmp_path, "three", THREE), markers=False)
+    subprocess.run(["strip", "-o", tmp_path / "stripped", exe], check=True)
+    bad = cli("--no-progress", "-o", tmp_path / "s.explore", "--", tmp_path / "stripped")
+    assert bad.returncode == 2 and bad.stderr == "tareador: 'stripped' has no function but main to explore; the " \
+                                                 "program is stripped (no symbol table): rebuild it without -s / " \
+                                                 "strip\n", bad.stderr
+    assert not (tmp_path / "s.explore").exists()

@@ -141,10 +141,17 @@ def resolve(path: str, names: list[str]) -> list[TaskFunction]:
 
 def program_functions(path: str) -> list[str]:
     """Every function of the executable at path that may be a candidate task (explore): its own
-    functions, clones under their name, without the C runtime's, the markers and main."""
-    names = {m["name"] if (m := WHOLE_CLONE.match(s)) else s for s in _read_symbols(path).functions}
-    return sorted(n for n in names if n not in RUNTIME and not n.startswith("__") and "." not in n
-                  and not n.startswith("tareador_"))
+    functions, clones under their name, without the C runtime's, the markers and main.
+    FunctionError when there is none, before a run whose recording could have no task."""
+    symbols = _read_symbols(path)
+    names = {m["name"] if (m := WHOLE_CLONE.match(s)) else s for s in symbols.functions}
+    candidates = sorted(n for n in names if n not in RUNTIME and not n.startswith("__") and "." not in n
+                        and not n.startswith("tareador_"))
+    if not candidates:
+        why = ("the program is stripped (no symbol table): rebuild it without -s / strip" if symbols.stripped
+               else "the compiler may have inlined them all: build with -fno-inline")
+        raise FunctionError(f"'{path.rsplit('/', 1)[-1]}' has no function but main to explore; {why}")
+    return candidates
 
 
 def _unknown(name: str, program: str, symbols: _Symbols, debug_info: bool) -> str:
