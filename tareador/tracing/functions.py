@@ -70,6 +70,11 @@ def _read_symbols(path: str) -> _Symbols:
     return _Symbols({n: tuple(sorted(v)) for n, v in found.items()}, table != SHT_SYMTAB)
 
 
+def _names(symbols: _Symbols) -> set[str]:
+    """The functions' names, a whole clone under its function's."""
+    return {m["name"] if (m := WHOLE_CLONE.match(s)) else s for s in symbols.functions}
+
+
 def _entries(symbols: _Symbols, name: str) -> tuple[int, ...]:
     offsets = set(symbols.functions.get(name, ()))
     for symbol, at in symbols.functions.items():
@@ -144,8 +149,7 @@ def program_functions(path: str) -> list[str]:
     functions, clones under their name, without the C runtime's, the markers and main.
     FunctionError when there is none, before a run whose recording could have no task."""
     symbols = _read_symbols(path)
-    names = {m["name"] if (m := WHOLE_CLONE.match(s)) else s for s in symbols.functions}
-    candidates = sorted(n for n in names if n not in RUNTIME and not n.startswith("__") and "." not in n
+    candidates = sorted(n for n in _names(symbols) if n not in RUNTIME and not n.startswith("__") and "." not in n
                         and not n.startswith("tareador_"))
     if not candidates:
         why = ("the program is stripped (no symbol table): rebuild it without -s / strip" if symbols.stripped
@@ -155,8 +159,7 @@ def program_functions(path: str) -> list[str]:
 
 
 def _unknown(name: str, program: str, symbols: _Symbols, debug_info: bool) -> str:
-    known = {m["name"] if (m := WHOLE_CLONE.match(s)) else s for s in symbols.functions}
-    close = difflib.get_close_matches(name, sorted(known), n=5)
+    close = difflib.get_close_matches(name, sorted(_names(symbols)), n=5)
     text = f"no function named {name} in '{program}'"
     if close:
         text += f" (close names: {', '.join(close)})"
