@@ -97,6 +97,9 @@ def run(args) -> int:
     target = args.target
     if target[:1] != ["--"] and len(target) >= 1 and Path(target[0]).is_dir():
         args.parser.parse_args(target[1:], namespace=args)  # options after DIR
+        if args.target:  # what is left is not an option: it would be ignored
+            raise UserError(f"explore DIR takes options only, not {' '.join(args.target)!r}: a program to record "
+                            "goes alone after --, e.g. tareador explore -- ./prog args")
         directory, argv = Path(target[0]), None
     else:
         argv = target[1:] if target[:1] == ["--"] else target
