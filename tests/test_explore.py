@@ -207,10 +207,15 @@ def test_cli_refuses_a_stripped_program_before_running_it(compile_c, tmp_path):
 
 
 def test_cli_dir_refuses_what_is_not_an_option(compile_c, tmp_path):
-    """Words after DIR were silently dropped: a program given after a directory was never run."""
+    """Words after DIR, and --candidates with DIR, were silently dropped: a program given after a
+    directory was never run, and the search was of every recorded task type."""
     exe = compile_c(write_c(tmp_path, "three", THREE), markers=False)
     assert cli("--no-progress", "-o", tmp_path / "three.explore", "--", exe).returncode == 0
     bad = cli(tmp_path / "three.explore", "--cores", "2", exe)
     assert bad.returncode == 2 and bad.stderr == f"tareador: explore DIR takes options only, not '{exe}': a program " \
                                                  "to record goes alone after --, e.g. tareador explore -- ./prog " \
                                                  "args\n", bad.stderr
+    for args in [("--candidates", "fa", tmp_path / "three.explore"), (tmp_path / "three.explore", "--candidates", "fa")]:
+        bad = cli(*args)
+        assert bad.returncode == 2 and bad.stderr.startswith("tareador: --candidates chooses the functions a "
+                                                             "recording makes tasks") and bad.stderr.count("\n") == 1

@@ -100,6 +100,9 @@ def run(args) -> int:
         if args.target:  # what is left is not an option: it would be ignored
             raise UserError(f"explore DIR takes options only, not {' '.join(args.target)!r}: a program to record "
                             "goes alone after --, e.g. tareador explore -- ./prog args")
+        if args.candidates:  # a recording's candidates are fixed: it would search them all regardless
+            raise UserError("--candidates chooses the functions a recording makes tasks: give it with a program, "
+                            "e.g. tareador explore --candidates f,g -- ./prog (DIR's candidates are its tasks)")
         directory, argv = Path(target[0]), None
     else:
         argv = target[1:] if target[:1] == ["--"] else target
