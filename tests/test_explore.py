@@ -168,3 +168,54 @@ def test_cli_end_to_end_and_bad_input(compile_c, tmp_path):
     trace([str(exe)], tmp_path / "plain", progress=False)
     empty = cli(tmp_path / "plain")
     assert empty.returncode == 2 and "has no task instances to explore" in empty.stderr
+
+
+def test_cli_refuses_an_mpi_runs_directory(compile_c, tmp_path):
+    """A directory of ranks is not one recording: the rank to give is named (was a missing comms.csv)."""
+    exe = compile_c(write_c(tmp_path, "three", THREE), markers=False)
+    assert cli("--no-progress", "-o", tmp_path / "run" / "rank-0", "--", exe).returncode == 0
+    bad = cli(tmp_path / "run")
+    assert bad.returncode == 2 and bad.stderr == f"tareador: {tmp_path / 'run'} is an MPI run: give one rank's " \
+                                                 f"trace, e.g. {tmp_path / 'run' / 'rank-0'}\n", bad.stderr
+
+
+def test_cli_does_not_explore_a_run_cut_short(compile_c, tmp_path):
+    """A program that ends inside a task leaves a partial recording: a search of it would be of
+    another run, so the command fails in one line and writes no explore.csv (was explored, exit 0)."""
+    exe = compile_c(write_c(tmp_path, "cut", r"""
+#include <stdlib.h>
+int g[10];
+__attribute__((noinline)) void step(int i) { g[i]++; if (i == 5) exit(3); }
+int main(void) { for (int i = 0; i < 10; i++) step(i); return 0; }
+"""), markers=False)
+    bad = cli("--no-progress", "-o", tmp_path / "cut.explore", "--", exe)
+    assert bad.returncode == 2 and bad.stderr == f'tareador: the program exited with status 3 inside task "step"; ' \
+                                                 f"its partial recording in {tmp_path / 'cut.explore'} is not " \
+                                                 "explored\n", bad.stderr
+    assert not (tmp_path / "cut.explore" / "explore.csv").exists()
+
+
+def test_cli_refuses_a_stripped_program_before_running_it(compile_c, tmp_path):
+    """No symbol table, no candidates: said before the run, not as a call-less region after it."""
+    exe = compile_c(write_c(tmp_path, "three", THREE), markers=False)
+    subprocess.run(["strip", "-o", tmp_path / "stripped", exe], check=True)
+    bad = cli("--no-progress", "-o", tmp_path / "s.explore", "--", tmp_path / "stripped")
+    assert bad.returncode == 2 and bad.stderr == "tareador: 'stripped' has no function but main to explore; the " \
+                                                 "program is stripped (no symbol table): rebuild it without -s / " \
+                                                 "strip\n", bad.stderr
+    assert not (tmp_path / "s.explore").exists()
+
+
+def test_cli_dir_refuses_what_is_not_an_option(compile_c, tmp_path):
+    """Words after DIR, and --candidates with DIR, were silently dropped: a program given after a
+    directory was never run, and the search was of every recorded task type."""
+    exe = compile_c(write_c(tmp_path, "three", THREE), markers=False)
+    assert cli("--no-progress", "-o", tmp_path / "three.explore", "--", exe).returncode == 0
+    bad = cli(tmp_path / "three.explore", "--cores", "2", exe)
+    assert bad.returncode == 2 and bad.stderr == f"tareador: explore DIR takes options only, not '{exe}': a program " \
+                                                 "to record goes alone after --, e.g. tareador explore -- ./prog " \
+                                                 "args\n", bad.stderr
+    for args in [("--candidates", "fa", tmp_path / "three.explore"), (tmp_path / "three.explore", "--candidates", "fa")]:
+        bad = cli(*args)
+        assert bad.returncode == 2 and bad.stderr.startswith("tareador: --candidates chooses the functions a "
+                                                             "recording makes tasks") and bad.stderr.count("\n") == 1

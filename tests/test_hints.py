@@ -177,6 +177,22 @@ def test_bad_input(tmp_path, cholesky_hints):
     assert missing.returncode == 2 and "accesses.csv is missing: trace the program again" in missing.stderr
 
 
+@pytest.mark.parametrize("name, row, message", [
+    ("accesses.csv", "1,nosuch,0,8,-1,-1", "object 'nosuch' is not in objects.csv; the file is corrupt"),
+    ("calls.csv", "1,potrf,/p,0,0,zz;0x1", "arguments 'zz;0x1' are not ';'-separated hex numbers; the file is corrupt"),
+])
+def test_corrupt_rows(tmp_path, cholesky_hints, name, row, message):
+    """Rows that parse but name what is not there were a traceback (KeyError, ValueError)."""
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for f in cholesky_hints.iterdir():
+        (bad / f.name).write_bytes(f.read_bytes())
+    lines = (bad / name).read_text().splitlines()
+    (bad / name).write_text("\n".join([*lines, row]) + "\n")
+    run = subprocess.run([sys.executable, "-m", "tareador", "hints", str(bad)], capture_output=True, text=True)
+    assert run.returncode == 2 and run.stderr == f"tareador: {bad / name}:{len(lines) + 1}: {message}\n", run.stderr
+
+
 def checked_in_pragmas(source) -> dict[str, str]:
     """Task body -> the `#pragma omp task` line right above its call, in an OpenMP example."""
     lines = [line.strip() for line in source.read_text().splitlines()]

@@ -60,7 +60,6 @@ typedef struct {
   uint64_t accesses;
   uint64_t flushes;
   uint64_t stack_low, stack_high;
-  uint64_t private_top;   /* stack bytes below this belong to the running task instance */
   uint32_t current;       /* running task instance */
   uint32_t depth;         /* open tasks */
   uint32_t following;
@@ -131,7 +130,6 @@ static uint32_t split_free;   /* free slots, linked through byte[0].writer; slot
 static uint32_t open_tasks[MAX_DEPTH];   /* instance ids of the open tasks, innermost last */
 static uint32_t main_instance = NO_PARENT;
 static uint64_t instance_count;   /* task instances, not counting main or later fragments */
-static uint64_t open_private_top[MAX_DEPTH];
 static const char *names[MAX_NAMES]; static uint32_t name_count;
 static uint64_t last_switch;
 
@@ -881,7 +879,6 @@ static void begin_main_fragment(void) {
   if (id < 0) return;
   tr_state.current = (uint32_t) id;
   main_instance = tasks[id].instance;
-  tr_state.private_top = 0;
 }
 
 /* A child ended: its parent instance goes on in a new fragment. */
@@ -941,14 +938,13 @@ void tr_marker(uint32_t kind, uint64_t argument, uint64_t sp, uint64_t return_ad
     uint32_t name = intern((const char *) argument);
     settle();
     if (tr_state.depth == MAX_DEPTH) { fail(ERROR_TOO_DEEP, name, return_address); break; }
-    open_private_top[tr_state.depth] = tr_state.private_top;
     note_task_site(return_address);
     register_frames(sp, rbp);
     int64_t id = new_fragment(name, tr_state.current, NO_PARENT);
     if (id < 0) break;
     open_tasks[tr_state.depth++] = (uint32_t) id;
     tr_state.current = (uint32_t) id;
-    tr_state.private_top = instance_top[id] = sp;
+    instance_top[id] = sp;
     break;
   }
   case MARK_END: {
@@ -958,7 +954,6 @@ void tr_marker(uint32_t kind, uint64_t argument, uint64_t sp, uint64_t return_ad
     uint32_t open = open_tasks[tr_state.depth - 1];
     if (tasks[open].name != name) fail(ERROR_END_MISMATCH, name, return_address);
     tr_state.depth--;
-    tr_state.private_top = open_private_top[tr_state.depth];
     if (tr_state.depth) resume_instance(open_tasks[tr_state.depth - 1]);
     else begin_main_fragment();
     break;

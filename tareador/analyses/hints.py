@@ -18,6 +18,7 @@ identical or disjoint), merged over the instances of a type.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -26,9 +27,10 @@ import networkx as nx
 from tareador.analyses.signatures import Signature, signature
 from tareador.taskgraph.metrics import critical_path_length, schedule_edges
 from tareador.taskgraph.model import RAW, WAR, WAW, Access, Dependency, TaskCall, TaskTrace
-from tareador.taskgraph.store import load_trace, read_table
+from tareador.taskgraph.store import TraceDirError, load_trace, read_table
 
 IN, OUT, INOUT = "in", "out", "inout"
+_HEX = re.compile(r"0x[0-9a-f]+")  # calls.csv's arguments, as decode writes them
 
 
 @dataclass
@@ -283,6 +285,19 @@ def load_hints(trace_dir: str | Path) -> Hints:
     remedy = "trace the program again with this version of tareador (older traces have no access summaries)"
     accesses = read_table(Path(trace_dir) / "accesses.csv", Access, remedy)
     calls = read_table(Path(trace_dir) / "calls.csv", TaskCall, remedy)
+    _check(Path(trace_dir), {o.name for o in trace.objects}, accesses, calls)
     sites = {(c.module, c.function_offset, c.site_offset): c for c in calls}
     return hints(trace, accesses, calls, {key: signature(c.module, c.function, c.function_offset, c.site_offset)
                                           for key, c in sites.items()})
+
+
+def _check(d: Path, objects: set[str], accesses: list[Access], calls: list[TaskCall]) -> None:
+    """What hints() relies on beyond the columns' types, named by file and line (rows start at 2)."""
+    for line, a in enumerate(accesses, start=2):
+        if a.object not in objects:
+            raise TraceDirError(f"{d / 'accesses.csv'}:{line}: object {a.object!r} is not in objects.csv; the file "
+                                "is corrupt")
+    for line, c in enumerate(calls, start=2):
+        if not all(_HEX.fullmatch(v) for v in c.args.split(";")):
+            raise TraceDirError(f"{d / 'calls.csv'}:{line}: arguments {c.args!r} are not ';'-separated hex numbers; "
+                                "the file is corrupt")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import signal
 from pathlib import Path
 
 from tareador.cli.simulate import add_machine_options, machine_options
@@ -61,34 +62,47 @@ def _cores(args, machine) -> int | None:
     return cores[0]
 
 
-def _record(args, argv: list[str]) -> tuple[Path, list[str]]:
-    """Trace the program once, every candidate a task; the trace directory and the program."""
+def _record(args, argv: list[str]) -> Path:
+    """Trace the program once, every candidate a task; the trace directory. A partial recording
+    is not explored: its search would be of a run cut short; stopped by a signal to tareador
+    (Ctrl-C, SIGTERM), the command ends as stopped (130, 143)."""
     from tareador.cli.main import UserError
     from tareador.cli.trace import function_names
+    from tareador.stopping import Stopped
     from tareador.tracing.driver import TracingError
     from tareador.tracing.run import AnnotationError, trace
     from tareador.tracing.toolchain import ToolchainError
 
     out = Path(args.output or f"{argv[0].rstrip('/').split('/')[-1]}.explore")
     try:
-        trace(argv, out, progress=not args.no_progress, task_functions=function_names(args.candidates),
-              explore=True)
+        summary = trace(argv, out, progress=not args.no_progress, task_functions=function_names(args.candidates),
+                        explore=True).summary
     except (TracingError, ToolchainError) as e:
         raise UserError(str(e)) from None
     except AnnotationError as e:
         raise UserError(f"{e} (partial trace written to {e.path})") from None
-    return out, argv
+    if summary["partial"]:
+        if summary["signal"] in ("SIGINT", "SIGTERM", "SIGHUP"):
+            raise Stopped(signal.Signals[summary["signal"]])
+        raise UserError(f"the program {summary['ending']}; its partial recording in {out} is not explored")
+    return out
 
 
 def run(args) -> int:
-    import tareador
     from tareador.analyses.explore import explore
     from tareador.cli.main import UserError
     from tareador.render.plots import plot_explore
+    from tareador.taskgraph.store import load_trace
 
     target = args.target
     if target[:1] != ["--"] and len(target) >= 1 and Path(target[0]).is_dir():
         args.parser.parse_args(target[1:], namespace=args)  # options after DIR
+        if args.target:  # what is left is not an option: it would be ignored
+            raise UserError(f"explore DIR takes options only, not {' '.join(args.target)!r}: a program to record "
+                            "goes alone after --, e.g. tareador explore -- ./prog args")
+        if args.candidates:  # a recording's candidates are fixed: it would search them all regardless
+            raise UserError("--candidates chooses the functions a recording makes tasks: give it with a program, "
+                            "e.g. tareador explore --candidates f,g -- ./prog (DIR's candidates are its tasks)")
         directory, argv = Path(target[0]), None
     else:
         argv = target[1:] if target[:1] == ["--"] else target
@@ -98,11 +112,10 @@ def run(args) -> int:
     machine, _, policy = machine_options(args)
     cores = _cores(args, machine)
     if argv is not None:
-        directory, argv = _record(args, argv)
-        out = directory
+        directory = out = _record(args, argv)
     else:
         out = Path(args.output or directory)
-    finest = tareador.load(directory)
+    finest = load_trace(directory)  # one process: an MPI run's directory is refused, naming a rank's
     if not finest.instances:
         candidates = finest.summary.get("explore_candidates")
         if candidates is not None:

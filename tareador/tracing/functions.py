@@ -70,6 +70,11 @@ def _read_symbols(path: str) -> _Symbols:
     return _Symbols({n: tuple(sorted(v)) for n, v in found.items()}, table != SHT_SYMTAB)
 
 
+def _names(symbols: _Symbols) -> set[str]:
+    """The functions' names, a whole clone under its function's."""
+    return {m["name"] if (m := WHOLE_CLONE.match(s)) else s for s in symbols.functions}
+
+
 def _entries(symbols: _Symbols, name: str) -> tuple[int, ...]:
     offsets = set(symbols.functions.get(name, ()))
     for symbol, at in symbols.functions.items():
@@ -141,15 +146,20 @@ def resolve(path: str, names: list[str]) -> list[TaskFunction]:
 
 def program_functions(path: str) -> list[str]:
     """Every function of the executable at path that may be a candidate task (explore): its own
-    functions, clones under their name, without the C runtime's, the markers and main."""
-    names = {m["name"] if (m := WHOLE_CLONE.match(s)) else s for s in _read_symbols(path).functions}
-    return sorted(n for n in names if n not in RUNTIME and not n.startswith("__") and "." not in n
-                  and not n.startswith("tareador_"))
+    functions, clones under their name, without the C runtime's, the markers and main.
+    FunctionError when there is none, before a run whose recording could have no task."""
+    symbols = _read_symbols(path)
+    candidates = sorted(n for n in _names(symbols) if n not in RUNTIME and not n.startswith("__") and "." not in n
+                        and not n.startswith("tareador_"))
+    if not candidates:
+        why = ("the program is stripped (no symbol table): rebuild it without -s / strip" if symbols.stripped
+               else "the compiler may have inlined them all: build with -fno-inline")
+        raise FunctionError(f"'{path.rsplit('/', 1)[-1]}' has no function but main to explore; {why}")
+    return candidates
 
 
 def _unknown(name: str, program: str, symbols: _Symbols, debug_info: bool) -> str:
-    known = {m["name"] if (m := WHOLE_CLONE.match(s)) else s for s in symbols.functions}
-    close = difflib.get_close_matches(name, sorted(known), n=5)
+    close = difflib.get_close_matches(name, sorted(_names(symbols)), n=5)
     text = f"no function named {name} in '{program}'"
     if close:
         text += f" (close names: {', '.join(close)})"
