@@ -13,6 +13,7 @@ exit at once.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -68,7 +69,7 @@ def _process_pool(jobs: int | None) -> Iterator[Starmap]:
         if jobs <= 1 or len(items) <= 1:
             return [function(*item) for item in items]
         if executor is None:
-            executor = ProcessPoolExecutor(jobs)
+            executor = ProcessPoolExecutor(jobs, initializer=_leave_stopping_to_parent)
         return list(executor.map(function, *zip(*items)))
 
     try:
@@ -76,6 +77,14 @@ def _process_pool(jobs: int | None) -> Iterator[Starmap]:
     finally:
         if executor is not None:
             executor.shutdown(cancel_futures=True)
+
+
+def _leave_stopping_to_parent() -> None:
+    """A worker ignores Ctrl-C and SIGTERM (sent to the whole process group): one raising them
+    while writing its result hangs the parent's shutdown, which waits for the worker's item and
+    then ends the pool."""
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_IGN)
 
 
 def _world(size: int):

@@ -176,6 +176,16 @@ def test_pool_gives_the_serial_files(tmp_path):
         assert (tmp_path / "pool" / name).read_bytes() == (tmp_path / "serial" / name).read_bytes(), name
 
 
+def test_pool_workers_leave_signals_to_the_parent():
+    """A worker raising Ctrl-C or SIGTERM as KeyboardInterrupt while it wrote its result hung
+    postprocess --jobs 2 on SIGTERM; the workers ignore them and the parent stops the pool."""
+    import signal
+
+    with rank_pool(2) as starmap:
+        handlers = starmap(signal.getsignal, [(signal.SIGINT,), (signal.SIGTERM,)])
+    assert handlers == [signal.SIG_IGN, signal.SIG_IGN]
+
+
 def tareador_cli(*args):
     return subprocess.run([sys.executable, "-m", "tareador", *map(str, args)], capture_output=True, text=True,
                           timeout=60)

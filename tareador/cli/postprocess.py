@@ -64,10 +64,10 @@ def postprocess(directory: str | Path, ending: str | None = None, collectives: s
     d = Path(directory)
     result = build_run(d, ending, starmap)
     write_run_patterns(d, result.messages, starmap=starmap)
-    write_mpi_authentic(d / "authentic.dim", result.ranks, result.calls_by_rank, result.matching,
-                        collectives=collectives)
-    names = [t.name for trace in result.ranks for t in trace.tasks]
     records = by_rank(call_records(result.calls_by_rank, result.matching, collectives), len(result.ranks))
+    write_mpi_authentic(d / "authentic.dim", result.ranks, result.calls_by_rank, result.matching,
+                        collectives=collectives, records=records)
+    names = [t.name for trace in result.ranks for t in trace.tasks]
     values = task_type_values(names)
     blocks = starmap(rank_threads, [(r, trace, calls, records[r], values)
                                     for r, (trace, calls) in enumerate(zip(result.ranks, result.calls_by_rank))])

@@ -55,12 +55,14 @@ DEPENDENCY_COMM = (1 << 31) - 1
 
 def write_mpi_authentic(path: str | Path, traces: Sequence[TaskTrace], calls_by_rank: Sequence[Sequence[MpiCall]],
                         matching: Matching, instructions_per_second: float = 1e9,
-                        collectives: str = "dimemas") -> list[Path]:
+                        collectives: str = "dimemas", records: list[dict[int, str]] | None = None) -> list[Path]:
     """authentic.dim and its .pcf (task type names) for a run's ranks; ``collectives`` is one of
-    COLLECTIVE_FORMS."""
+    COLLECTIVE_FORMS. ``records``: the calls' ``by_rank(call_records(...))`` when the caller has
+    them already (postprocess writes ompss.dim from the same), else made here."""
     names = [t.name for trace in traces for t in trace.tasks]
     values = task_type_values(names)
-    records = by_rank(call_records(calls_by_rank, matching, collectives), len(traces))
+    if records is None:
+        records = by_rank(call_records(calls_by_rank, matching, collectives), len(traces))
     blocks = (thread_block(rank, 0, f"1:{rank}:0:0.000000000\n", trace.tasks, calls_by_rank[rank], records[rank],
                            values, instructions_per_second)
               for rank, trace in enumerate(traces))
