@@ -13,6 +13,8 @@ import numpy as np
 # Small chunks keep every temporary array below glibc's mmap threshold, so chunks reuse the
 # same memory instead of faulting in fresh pages (which costs more than the parsing).
 CHUNK = 4 << 20
+
+
 def recycle_freed_memory() -> None:
     """Ask glibc to reuse freed blocks up to 64 MiB instead of unmapping them.
 
