@@ -21,11 +21,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from trace_overhead import fastest  # beside this script
+
 from tareador import load
 from tareador.analyses.explore import explore
-from tareador.replay.machine import Machine
+from tareador.simulation.machine import Machine
 from tareador.tracing.run import trace
-from trace_overhead import fastest  # beside this script
 
 
 def program(k: int) -> str:

@@ -23,12 +23,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from trace_overhead import output_discarded
+
 import tareador
-from tareador.replay.list_scheduler import simulate
+from tareador.simulation.list_scheduler import simulate
 from tareador.taskgraph.dag import dag_from_trace
 from tareador.tracing import toolchain
 from tareador.tracing.run import trace
-from trace_overhead import output_discarded
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 # Problem sizes with tasks of a few milliseconds, so that the runtime's cost per task (a few

@@ -2,9 +2,10 @@
 
 The package is a one-way pipeline, one subpackage per stage:
 ``tracing`` (run the program under Frida) -> ``taskgraph`` (task instances, dependencies,
-the trace directory) -> ``formats`` (Dimemas, Paraver, Chrome) -> ``replay`` (simulate a
-machine) -> ``analyses`` (speedups, profiles, what-ifs) -> ``render`` (graphs and plots),
-with ``cli`` on top.
+the trace directory) -> ``formats`` (Dimemas, Paraver, Chrome files) -> ``synthesis`` (the
+authentic and artificial traces of a run) -> ``simulation`` (the list scheduler and the Dimemas
+engine on a machine) -> ``analyses`` (speedups, profiles, what-ifs) -> ``render`` (graphs and
+plots), with ``cli`` on top; ``errors`` holds what every stage may raise.
 """
 
 __version__ = "0.1.0"

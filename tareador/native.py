@@ -15,9 +15,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-
-class ToolchainError(Exception):
-    """The C compiler is missing or failed on tareador's own sources."""
+from tareador.errors import ToolchainError
 
 
 def cache_root() -> Path:

@@ -7,13 +7,13 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import EXAMPLES, write_c
+from test_trace_functions import strip_task_markers
+
 from tareador.analyses.explore import explore
-from tareador.replay.machine import Machine
+from tareador.simulation.machine import Machine
 from tareador.taskgraph.decompose import merge, task_tree
 from tareador.tracing.run import trace
-from test_trace_functions import strip_task_markers
 
 # Three independent heavy functions (disjoint arrays, identical loops) called from one coarse one.
 THREE = """
@@ -47,7 +47,7 @@ int main(void) {
 
 
 def fragments(t):
-    return [(x.name, x.instance, x.parent, x.instructions) for x in t.tasks]
+    return [(x.name, x.instance, x.parent, x.instructions) for x in t.fragments]
 
 
 def raw_edges(t):
@@ -57,7 +57,7 @@ def raw_edges(t):
     which a direct trace keeps private: a child reading its parent's local array (stage's tmp)
     depends on the parent's fragment that created it only there. Byte counts are not compared
     (see decompose.py)."""
-    by_id = {x.id: x for x in t.tasks}
+    by_id = {x.id: x for x in t.fragments}
     return {(d.src, d.dst, d.object) for d in t.deps if d.kind == "RAW"
             and by_id[d.src].instance != by_id[d.dst].instance
             and not (by_id[d.dst].starts_instance and by_id[d.dst].parent == d.src)}
@@ -108,7 +108,7 @@ def test_three_independent_functions(compile_c, tmp_path):
     _, finest = record(compile_c, tmp_path, "three", THREE)
     top, children = task_tree(finest)
     assert top == {"coarse"} and children == {"coarse": {"fa", "fb", "fc"}}
-    lengths = {x.name: x.instructions for x in finest.tasks if x.name in ("fa", "fb", "fc")}
+    lengths = {x.name: x.instructions for x in finest.fragments if x.name in ("fa", "fb", "fc")}
     assert len(set(lengths.values())) == 1
     work = lengths["fa"]
     result = explore(finest, 4, Machine())

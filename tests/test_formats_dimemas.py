@@ -7,8 +7,9 @@ import re
 import numpy as np
 import pytest
 
-from tareador.formats.dimemas import DimError, read_dim, write_dim
-from tareador.formats.dimemas import write_dim_traces
+from tareador.errors import DimError
+from tareador.formats.dimemas import read_dim, write_dim
+from tareador.synthesis.ompss import write_dim_traces
 from tareador.taskgraph.dag import dag_from_trace
 from tests.test_list_scheduler import make
 

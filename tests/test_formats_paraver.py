@@ -10,10 +10,10 @@ import numpy as np
 from tareador.formats.chrome import write_chrome
 from tareador.formats.dimemas import read_dim, write_dim
 from tareador.formats.paraver import schedule_run, write_paraver
-from tareador.replay.list_scheduler import simulate
+from tareador.simulation.dimemas_engine import replay
+from tareador.simulation.list_scheduler import simulate
+from tareador.simulation.machine import Machine
 from tareador.taskgraph.dag import dag_from_trace
-from tareador.replay.dimemas_engine import replay
-from tareador.replay.machine import Machine
 from tests.test_list_scheduler import fork_join, make
 from tests.test_replay_dimemas import THREE_THREADS, TWO_RANKS
 

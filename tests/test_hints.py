@@ -148,9 +148,9 @@ def test_warnings(compile_c, tmp_path):
     assert h.warnings[2].startswith("OpenMP keeps 1 WAR and 1 WAW dependence(s) between tasks")
     # Fragments: main's before fill_a's creation (3), fill_a, peek, fill_b. With renaming the
     # longest path ends at peek; without, fill_b follows peek.
-    size = {x.id: x.instructions for x in t.tasks}
+    size = {x.id: x.instructions for x in t.fragments}
     before = size[0] + size[2] + size[4]
-    fill_a, peek, fill_b = (next(x.instructions for x in t.tasks if x.name == n) for n in ("fill_a", "peek", "fill_b"))
+    fill_a, peek, fill_b = (next(x.instructions for x in t.fragments if x.name == n) for n in ("fill_a", "peek", "fill_b"))
     assert h.tinf == before + fill_a + peek
     assert h.tinf_without_renaming == before + fill_a + peek + fill_b
     # The pragmas give OpenMP the same order: fill_b's out on shared[0] follows fill_a's out and peek's in.
@@ -231,7 +231,7 @@ def test_heat_warnings(compile_c, tmp_path):
     t = trace([str(compile_c(EXAMPLES / "heat" / "heat.c")), "64", "16", "2"], tmp_path / "t", progress=False)
     h = load_hints(str(tmp_path / "t"))
     # Under the pragmas every jacobi_block of an iteration follows the previous one (out on new[0]).
-    jacobi = [x.id for x in t.tasks if x.name == "jacobi_block"]
+    jacobi = [x.id for x in t.fragments if x.name == "jacobi_block"]
     edges = {(d.src, d.dst) for d in h.pragma_deps}
     assert len(jacobi) == 32 and all((a, b) in edges for a, b in zip(jacobi[:16], jacobi[1:16]))
     assert h.warnings == [

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from tareador.analyses.speedup import parallelism_profile, study, utilisation
-from tareador.replay.list_scheduler import simulate
+from tareador.simulation.list_scheduler import simulate
+from tareador.simulation.machine import Machine
 from tareador.taskgraph.dag import dag_from_trace, load_dag
-from tareador.replay.machine import Machine
 from tareador.taskgraph.metrics import schedule_edges
-from tareador.taskgraph.model import DataObject, Dependency, TaskInstance, TaskTrace
+from tareador.taskgraph.model import DataObject, Dependency, Fragment, TaskTrace
 from tareador.taskgraph.store import save
 
 
@@ -21,7 +21,7 @@ def make(rows: list[tuple[str, int, int]], raw: list[tuple[int, int]], war: list
     are main's fragments, every other row a whole task instance."""
     tasks, clock = [], 0
     for i, (name, parent, n) in enumerate(rows):
-        tasks.append(TaskInstance(i, name, 0 if parent < 0 else i, parent, clock, clock + n, n))
+        tasks.append(Fragment(i, name, 0 if parent < 0 else i, parent, clock, clock + n, n))
         clock += n
     deps = [Dependency(s, d, "RAW", "x", 8) for s, d in raw] + [Dependency(s, d, "WAR", "x", 8) for s, d in war]
     return TaskTrace(tasks, deps, [DataObject(0, "x", "heap", 4096, 64, "t.c:1")], {"instances": len(rows)})
@@ -124,7 +124,7 @@ def test_fast_loader_matches_schedule_edges(tmp_path):
     t = make(rows, [(1, 4), (2, 4), (4, 5), (4, 4)], war=[(4, 1)])
     save(t, tmp_path / "d")
     fast, slow = load_dag(tmp_path / "d"), dag_from_trace(t)
-    assert set(zip(fast.src.tolist(), fast.dst.tolist())) == schedule_edges(t.tasks, t.deps)
+    assert set(zip(fast.src.tolist(), fast.dst.tolist())) == schedule_edges(t.fragments, t.deps)
     for name in ("ids", "counter", "weight", "src", "dst", "dep_src", "dep_dst", "dep_bytes", "is_main"):
         assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
     assert fast.names == slow.names
@@ -176,7 +176,7 @@ def test_schedules_are_valid_and_within_graham_bounds(seed):
     rng = random.Random(seed)
     t = random_trace(rng, rng.randint(2, 60))
     dag = dag_from_trace(t)
-    edges = schedule_edges(t.tasks, t.deps)
+    edges = schedule_edges(t.fragments, t.deps)
     for policy in ("cp", "fifo"):
         assert simulate(dag, None, policy).makespan == t.tinf
         assert simulate(dag, 1, policy).makespan == t.t1
@@ -205,7 +205,7 @@ def test_cycles_unknown_ids_and_policies_are_errors():
 
 def test_ids_need_not_be_row_numbers():
     t = fork_join()
-    shifted = TaskTrace([TaskInstance(x.id + 100, x.name, x.instance + 100, x.parent + 100 if x.parent >= 0 else -1,
-                                      x.start, x.end, x.instructions) for x in t.tasks],
+    shifted = TaskTrace([Fragment(x.id + 100, x.name, x.instance + 100, x.parent + 100 if x.parent >= 0 else -1,
+                                      x.start, x.end, x.instructions) for x in t.fragments],
                         [Dependency(d.src + 100, d.dst + 100, d.kind, d.object, d.bytes) for d in t.deps], t.objects)
     assert makespans(shifted, [1, 2, None]) == makespans(t, [1, 2, None]) == [40, 20, 10]

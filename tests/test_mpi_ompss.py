@@ -1,4 +1,4 @@
-"""ompss.dim of an MPI run (the MPI/OmpSs artificial trace, tareador/formats/mpi_ompss.py) from
+"""ompss.dim of an MPI run (the MPI/OmpSs artificial trace, tareador/synthesis/mpi_ompss.py) from
 hand-written rank directories: its threads and records, and its replays on an ideal network
 (latency 0, bandwidth 0 = instantaneous), one instruction a nanosecond, derived by hand; the
 per-rank work in a process pool gives the same files as serially; `tareador simulate RUN_DIR`."""
@@ -12,22 +12,21 @@ from collections import Counter
 from dataclasses import replace
 
 import pytest
+from test_mpi_run import call, make_run, rank_dir
 
 from tareador.cli.postprocess import postprocess
-from tareador.formats.dimemas import read_dim
-from tareador.formats.dimemas_mpi import DEPENDENCY_COMM
-from tareador.replay.dimemas_engine import replay
-from tareador.replay.machine import Machine
-from tareador.taskgraph.model import TaskInstance
+from tareador.formats.dimemas import DEPENDENCY_COMM, read_dim
+from tareador.simulation.dimemas_engine import replay
+from tareador.simulation.machine import Machine
+from tareador.taskgraph.model import Fragment
 from tareador.workers import rank_pool
-from test_mpi_run import call, make_run, rank_dir
 
 NS = 1e-9  # one instruction, at the traces' 10^9 instructions per second
 RUN_FILES = ("mpi.csv", "messages.csv", "summary.json", "authentic.dim", "authentic.pcf", "ompss.dim", "ompss.pcf")
 
 
 def fragment(id, name, parent, start, end, instance=None):
-    return TaskInstance(id, name, id if instance is None else instance, parent, start, end, end - start)
+    return Fragment(id, name, id if instance is None else instance, parent, start, end, end - start)
 
 
 def send_then_consume(root):

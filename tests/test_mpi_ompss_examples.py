@@ -13,12 +13,12 @@ from collections import defaultdict
 
 import networkx as nx
 import pytest
+from test_mpi_ompss import RUN_FILES, mpi_records
 
 from tareador.formats.dimemas import read_dim
-from tareador.replay.dimemas_engine import replay
-from tareador.replay.machine import Machine
+from tareador.simulation.dimemas_engine import replay
+from tareador.simulation.machine import Machine
 from tareador.tracing.mpi_launch import MPICH, MPIS, OPEN_MPI
-from test_mpi_ompss import RUN_FILES, mpi_records
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 # Small sizes (the examples' headers derive their messages): 2 iterations of a 16 x 16 Jacobi

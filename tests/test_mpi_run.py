@@ -13,14 +13,15 @@ import pytest
 
 import tareador
 from tareador.cli.postprocess import postprocess
-from tareador.formats import collectives
+from tareador.errors import TraceDirError
 from tareador.formats.dimemas import read_dim
 from tareador.formats.paraver import pcf_value_labels
-from tareador.replay.dimemas_engine import replay
-from tareador.replay.machine import MB, Machine
-from tareador.taskgraph.model import Communicator, Dependency, MpiCall, TaskInstance, TaskTrace
+from tareador.simulation.dimemas_engine import replay
+from tareador.simulation.machine import MB, Machine
+from tareador.synthesis import collectives
+from tareador.taskgraph.model import Communicator, Dependency, MpiCall, Fragment, TaskTrace
 from tareador.taskgraph.mpi import Message, MpiRun
-from tareador.taskgraph.store import TraceDirError, save, write_table
+from tareador.taskgraph.store import save, write_table
 
 IPS = 1e9  # instructions per second of authentic.dim: one instruction is one nanosecond
 
@@ -35,7 +36,7 @@ def rank_dir(root, rank, size, calls, tasks=None, comms=None, summary=None, deps
     """rank-N/ as the tracer writes it; by default one main fragment covering the calls; ``deps``:
     RAW dependencies (src, dst) through one heap object."""
     end = max([c["posted"] for c in calls] + [c["completed"] for c in calls] + [0])
-    tasks = tasks or [TaskInstance(0, "main", 0, -1, 0, end, end)]
+    tasks = tasks or [Fragment(0, "main", 0, -1, 0, end, end)]
     d = root / f"rank-{rank}"
     deps = [Dependency(src, dst, "RAW", "heap:x.c:1#0", 8) for src, dst in deps or []]
     save(TaskTrace(tasks, deps, [], {"rank": rank, "size": size, "mpi": "mpich", "partial": False,
@@ -245,7 +246,7 @@ def test_where_interrupted_ranks_stopped(tmp_path):
     ranks = [[call("MPI_Recv", 3, 0, 8, 10)], [call("MPI_Barrier", comm=1, at=7)],
              [call("MPI_Irecv", 3, 1, 8, 5, completed=-1, request="0"), call("MPI_Waitall", at=6, request="")],
              [call("MPI_Send", 2, 2, 8, 5)]]
-    tasks = [[TaskInstance(0, "main", 0, -1, 0, 50, 50)]] * 3 + [[TaskInstance(0, "main", 0, -1, 0, 50, 50)]]
+    tasks = [[Fragment(0, "main", 0, -1, 0, 50, 50)]] * 3 + [[Fragment(0, "main", 0, -1, 0, 50, 50)]]
     tasks[1] = None
     run = make_run(tmp_path, ranks, tasks=tasks, summary=[{"partial": True, "ending": "was interrupted (Ctrl-C)"}] * 4)
     blocked = [r["blocked_in"] and (r["blocked_in"]["call"], r["blocked_in"]["kind"], r["blocked_in"]["peer"])
@@ -263,8 +264,8 @@ def test_no_mpi_calls_is_a_warning(tmp_path):
 def test_calls_outside_tasks_and_task_events(tmp_path):
     """Fragments main [0,100), work [100,400), main [400,450): a send made by 'work' at 250 lies
     inside its burst; a receive outside every fragment (task -1, after tareador_OFF) at 450."""
-    tasks = [TaskInstance(0, "main", 0, -1, 0, 100, 100), TaskInstance(1, "work", 1, 0, 100, 400, 300),
-             TaskInstance(2, "main", 0, -1, 400, 450, 50)]
+    tasks = [Fragment(0, "main", 0, -1, 0, 100, 100), Fragment(1, "work", 1, 0, 100, 400, 300),
+             Fragment(2, "main", 0, -1, 400, 450, 50)]
     ranks = [[call("MPI_Send", 1, 1, 8, 250, task=1), call("MPI_Recv", 1, 2, 8, 450, task=-1)],
              [call("MPI_Recv", 0, 1, 8, 0), call("MPI_Send", 0, 2, 8, 0)]]
     make_run(tmp_path, ranks, tasks=[tasks, None])

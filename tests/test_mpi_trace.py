@@ -68,7 +68,7 @@ def raw_edges(rank_dir: Path, obj: str) -> set[tuple[int, int, int]]:
 def times_are_the_callers(rank_dir: Path) -> None:
     """A blocking call takes no time (nothing inside MPI is counted) and happens inside the
     fragment that made it; a non-blocking one completes at or after its start."""
-    tasks = {t.id: t for t in load(rank_dir).tasks}
+    tasks = {t.id: t for t in load(rank_dir).fragments}
     for r in rows(rank_dir):
         if r["task"] >= 0:
             assert tasks[r["task"]].start <= r["posted"] <= tasks[r["task"]].end, r

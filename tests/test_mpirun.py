@@ -17,12 +17,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import require, write_c
 
 import tareador
-from conftest import require, write_c
 from tareador.formats.dimemas import read_dim
-from tareador.replay.dimemas_engine import replay
-from tareador.replay.machine import Machine
+from tareador.simulation.dimemas_engine import replay
+from tareador.simulation.machine import Machine
 from tareador.tracing import toolchain
 from tareador.tracing.mpi_launch import MPICH, MPIS, OPEN_MPI, linked_mpi
 from tareador.tracing.mpirun import _tracers

@@ -65,7 +65,7 @@ def chain(compile_c, tmp_path_factory):
 
 def test_hostile_task_names_are_shown_literally_everywhere(chain, capsys, tmp_path):
     _, d = chain(HOSTILE)
-    assert [t.name for t in load(d).tasks if not t.is_main] == HOSTILE  # CSV keeps them exactly
+    assert [t.name for t in load(d).fragments if not t.is_main] == HOSTILE  # CSV keeps them exactly
     shown = {printable(n) for n in HOSTILE}
     for layout in ("auto", "always"):
         assert main(["graph", str(d), "--collapse", layout, "-o", str(tmp_path / layout)]) == 0

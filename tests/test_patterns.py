@@ -9,17 +9,16 @@ import json
 import shutil
 import subprocess
 import sys
-
 from dataclasses import replace
 
 import numpy as np
 import pytest
-
 from conftest import EXAMPLES, require
+
 from tareador.analyses.patterns import figures, statistics
 from tareador.formats.dimemas import read_dim
-from tareador.replay.dimemas_engine import replay
-from tareador.replay.machine import load_machine
+from tareador.simulation.dimemas_engine import replay
+from tareador.simulation.machine import load_machine
 from tareador.taskgraph.patterns import TransferPattern
 from tareador.tracing import toolchain
 from tareador.tracing.mpi_launch import MPICH, MPIS, OPEN_MPI

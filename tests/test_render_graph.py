@@ -8,13 +8,13 @@ from conftest import EXAMPLES
 from tareador.cli.main import main
 from tareador.render.graph import write_graph
 from tareador.render.summary import format_summary
-from tareador.taskgraph.model import Dependency, TaskInstance, TaskTrace
+from tareador.taskgraph.model import Dependency, Fragment, TaskTrace
 from tareador.tracing.run import trace
 
 
 def diamond() -> TaskTrace:
-    tasks = [TaskInstance(0, "main", 0, -1, 0, 1, 1)] + [
-        TaskInstance(i, "a" if i in (1, 4) else "b", i, 0, i, i + 1, 10 * i) for i in range(1, 5)]
+    tasks = [Fragment(0, "main", 0, -1, 0, 1, 1)] + [
+        Fragment(i, "a" if i in (1, 4) else "b", i, 0, i, i + 1, 10 * i) for i in range(1, 5)]
     deps = [Dependency(s, d, "RAW", f"x{s}{d}", 8) for s, d in [(1, 2), (1, 3), (2, 4), (3, 4), (1, 4)]]
     deps.append(Dependency(2, 3, "WAR", "y", 4))
     return TaskTrace(tasks, deps, [], {})
@@ -37,9 +37,9 @@ def test_transitive_edges_hidden_unless_asked(tmp_path):
 def test_order_through_main_survives_folding(tmp_path):
     """main reads a's result before it creates b: b cannot start before a ends, and with main
     folded that shows as an a -> b edge; c, created before main read anything, stays apart."""
-    tasks = [TaskInstance(0, "main", 0, -1, 0, 1, 1), TaskInstance(1, "a", 1, 0, 1, 11, 10),
-             TaskInstance(2, "c", 2, 0, 11, 21, 10), TaskInstance(3, "main", 0, -1, 21, 22, 1),
-             TaskInstance(4, "b", 4, 3, 22, 32, 10), TaskInstance(5, "main", 0, -1, 32, 33, 1)]
+    tasks = [Fragment(0, "main", 0, -1, 0, 1, 1), Fragment(1, "a", 1, 0, 1, 11, 10),
+             Fragment(2, "c", 2, 0, 11, 21, 10), Fragment(3, "main", 0, -1, 21, 22, 1),
+             Fragment(4, "b", 4, 3, 22, 32, 10), Fragment(5, "main", 0, -1, 32, 33, 1)]
     trace = TaskTrace(tasks, [Dependency(1, 3, "RAW", "r", 8)], [], {})
     assert dot_edges(write_graph(trace, tmp_path)["graph (dot)"]) == {(1, 4)}
     text = (tmp_path / "graph.dot").read_text()
@@ -47,7 +47,7 @@ def test_order_through_main_survives_folding(tmp_path):
 
 
 def test_too_large_to_lay_out_writes_the_dot_and_says_why(tmp_path):
-    tasks = [TaskInstance(0, "main", 0, -1, 0, 0, 0)] + [TaskInstance(i, "t", i, 0, i, i, 5) for i in range(1, 2502)]
+    tasks = [Fragment(0, "main", 0, -1, 0, 0, 0)] + [Fragment(i, "t", i, 0, i, i, 5) for i in range(1, 2502)]
     said = []
     out = write_graph(TaskTrace(tasks, [], [], {}), tmp_path, collapse="never", report=said.append)
     assert set(out) == {"graph (dot)"} and not (tmp_path / "graph.svg").exists()
@@ -57,7 +57,7 @@ def test_too_large_to_lay_out_writes_the_dot_and_says_why(tmp_path):
 def test_a_huge_graph_is_written_without_the_quadratic_reduction(tmp_path):
     """5000 instances past the layout limit: the transitive reduction (a minute here, hours at
     100,000) is skipped and every edge written, so the transitive 1 -> 3 stays."""
-    tasks = [TaskInstance(0, "main", 0, -1, 0, 0, 0)] + [TaskInstance(i, "t", i, 0, i, i, 5) for i in range(1, 5001)]
+    tasks = [Fragment(0, "main", 0, -1, 0, 0, 0)] + [Fragment(i, "t", i, 0, i, i, 5) for i in range(1, 5001)]
     deps = [Dependency(i, i + k, "RAW", "o", 4) for i in range(1, 4999) for k in (1, 2)]
     out = write_graph(TaskTrace(tasks, deps, [], {}), tmp_path, collapse="never", report=lambda message: None)
     edges = dot_edges(out["graph (dot)"])
@@ -72,8 +72,8 @@ def test_labels_legend_and_no_war(tmp_path):
 
 
 def test_large_graphs_collapse_by_type(tmp_path):
-    tasks = [TaskInstance(0, "main", 0, -1, 0, 0, 0)] + [
-        TaskInstance(i, ("p", "q", "r")[i % 3], i, 0, i, i, 5) for i in range(1, 5001)]
+    tasks = [Fragment(0, "main", 0, -1, 0, 0, 0)] + [
+        Fragment(i, ("p", "q", "r")[i % 3], i, 0, i, i, 5) for i in range(1, 5001)]
     deps = [Dependency(i, i + 1, "RAW", "o", 4) for i in range(1, 5000)]
     out = write_graph(TaskTrace(tasks, deps, [], {}), tmp_path)
     text = out["graph (dot)"].read_text()

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from tareador.formats.dimemas import DimError, read_dim, write_dim
-from tareador.formats.dimemas import write_dim_traces
+from tareador.errors import DimError, MachineError
+from tareador.formats.dimemas import read_dim, write_dim
+from tareador.simulation.dimemas_engine import replay
+from tareador.simulation.machine import Machine, load_machine, parse_cfg, parse_toml
+from tareador.synthesis.ompss import write_dim_traces
 from tareador.taskgraph.dag import dag_from_trace
-from tareador.replay.dimemas_engine import replay
-from tareador.replay.machine import Machine, MachineError, load_machine, parse_cfg, parse_toml
 from tests.test_list_scheduler import fork_join
 
 TWO_RANKS = ["1:0:0:1.0\n2:0:0:1:1048576:1:0:0\n1:0:0:0.5\n", "1:1:0:0.0\n3:1:0:0:1048576:1:0:0\n1:1:0:1.0\n"]

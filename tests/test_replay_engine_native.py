@@ -7,10 +7,10 @@ import pytest
 
 from tareador import native
 from tareador.formats.dimemas import read_dim, write_dim
-from tareador.replay import dimemas_engine as engine
-from tareador.formats.dimemas import write_dim_traces
+from tareador.simulation import dimemas_engine as engine
+from tareador.simulation.machine import Machine
+from tareador.synthesis.ompss import write_dim_traces
 from tareador.taskgraph.dag import dag_from_trace
-from tareador.replay.machine import Machine
 from tests.test_list_scheduler import fork_join
 
 

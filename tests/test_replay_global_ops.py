@@ -1,5 +1,5 @@
 """Dimemas global operations (record 10) in the replay engine: makespans derived by hand from
-Dimemas 5.5.0's model (tareador/replay/global_ops.py states it), the record and its
+Dimemas 5.5.0's model (tareador/simulation/global_ops.py states it), the record and its
 communicators read and written, and what is not modelled refused in one line.
 
 Units: 1 MiB at 100 MB/s (MB = 2^20 bytes) takes exactly 0.01 s, at 1000 MB/s 0.001 s; every
@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from tareador.formats.dimemas import GLOBAL_OPS, DimError, read_dim, write_dim
+from tareador.errors import DimError, MachineError
+from tareador.formats.dimemas import GLOBAL_OPS, read_dim, write_dim
 from tareador.formats.paraver import GROUP_COMMUNICATION, RUNNING, STARTUP_LATENCY
-from tareador.replay.dimemas_engine import replay
-from tareador.replay.machine import Machine, MachineError, parse_cfg
+from tareador.simulation.dimemas_engine import replay
+from tareador.simulation.machine import Machine, parse_cfg
 
 MIB = 1 << 20
 ALLREDUCE, BCAST, GATHER, REDUCE = (GLOBAL_OPS.index(n) for n in ("MPI_Allreduce", "MPI_Bcast", "MPI_Gather",

@@ -14,11 +14,11 @@ import pytest
 
 from tareador.cli import main as cli
 from tareador.formats.dimemas import write_dim
-from tareador.replay import dimemas_engine as engine
-from tareador.replay.list_scheduler import simulate
+from tareador.simulation import dimemas_engine as engine
+from tareador.simulation.dimemas_engine import replay
+from tareador.simulation.list_scheduler import simulate
+from tareador.simulation.machine import Machine
 from tareador.taskgraph.dag import dag_from_trace
-from tareador.replay.dimemas_engine import replay
-from tareador.replay.machine import Machine
 from tareador.taskgraph.store import save
 from tests.conftest import ROOT
 from tests.test_list_scheduler import fork_join

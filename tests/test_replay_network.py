@@ -12,11 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import require
+
+from tareador.errors import MachineError
 from tareador.formats.dimemas import read_dim, write_dim
-from tareador.replay.dimemas_engine import replay
-from tareador.replay.machine import Machine, MachineError, load_machine, parse_toml
+from tareador.simulation.dimemas_engine import replay
+from tareador.simulation.machine import Machine, load_machine, parse_toml
 from tareador.tracing.mpi_launch import MPICH
 from tests.test_replay_dimemas import TWO_RANKS, cfg
 

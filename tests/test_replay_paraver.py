@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from tareador.formats.dimemas import read_dim, write_dim
 from tareador.formats.paraver import TASK_EVENT
-from tareador.formats.dimemas import write_dim_traces
+from tareador.simulation.dimemas_engine import replay
+from tareador.simulation.machine import Machine
+from tareador.synthesis.ompss import write_dim_traces
 from tareador.taskgraph.dag import dag_from_trace
-from tareador.replay.dimemas_engine import replay
-from tareador.replay.machine import Machine
 from tests.test_list_scheduler import make
 from tests.test_replay_dimemas import TWO_RANKS
 

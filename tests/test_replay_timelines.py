@@ -15,13 +15,13 @@ import pytest
 
 from tareador.formats.dimemas import read_dim, write_dim
 from tareador.formats.paraver import PRIORITY_EVENT, pcf_value_labels
-from tareador.formats.dimemas import write_dim_traces
+from tareador.simulation.dimemas_engine import replay
+from tareador.simulation.machine import MB, Machine
+from tareador.synthesis.ompss import write_dim_traces
 from tareador.taskgraph.dag import dag_from_trace
-from tareador.replay.dimemas_engine import replay
-from tareador.replay.machine import MB, Machine
 from tareador.tracing.mpi_launch import MPIS
-from tests.test_mpi_run import call, make_run
 from tests.test_list_scheduler import make
+from tests.test_mpi_run import call, make_run
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 PTP = 50000001  # Extrae's MPI point-to-point event type: MPI_Send 1, MPI_Recv 2, MPI_Isend 3, MPI_Irecv 4, ...

@@ -65,7 +65,7 @@ def test_replaying_the_ompss_trace_gives_the_simulated_times(traced, capsys, tmp
     capsys.readouterr()
     simulated = run_cli(capsys, "simulate", t.path, "--cores", "4", "--overhead", "0", "--json")["results"][0]
     wide, four = tmp_path / "wide.toml", tmp_path / "four.toml"
-    wide.write_text(f"[cpu]\ncores_per_node = {len(t.tasks)}\n[scheduler]\npolicy = \"cp\"\n")
+    wide.write_text(f"[cpu]\ncores_per_node = {len(t.fragments)}\n[scheduler]\npolicy = \"cp\"\n")
     four.write_text("[cpu]\ncores_per_node = 4\n[scheduler]\npolicy = \"cp\"\n")
     assert run_cli(capsys, "replay", out / "ompss.dim", "--machine", wide, "--json")["makespan"] == \
         pytest.approx(t.tinf / 1e9, rel=1e-9)

@@ -5,15 +5,16 @@ from __future__ import annotations
 import pytest
 
 from tareador import load
-from tareador.taskgraph.model import Dependency, TaskInstance, TaskTrace
-from tareador.taskgraph.store import TraceDirError, save
+from tareador.errors import TraceDirError
+from tareador.taskgraph.model import Dependency, Fragment, TaskTrace
+from tareador.taskgraph.store import save
 
 
 def fork_join() -> TaskTrace:
     # main(2) creates a(10) and b(30); main fragment 3 (1 instr) reads both.
-    tasks = [TaskInstance(0, "main", 0, -1, 0, 2, 2), TaskInstance(1, "a", 1, 0, 2, 12, 10),
-             TaskInstance(2, "main", 0, -1, 12, 12, 0), TaskInstance(3, "b", 3, 2, 12, 42, 30),
-             TaskInstance(4, "main", 0, -1, 42, 43, 1)]
+    tasks = [Fragment(0, "main", 0, -1, 0, 2, 2), Fragment(1, "a", 1, 0, 2, 12, 10),
+             Fragment(2, "main", 0, -1, 12, 12, 0), Fragment(3, "b", 3, 2, 12, 42, 30),
+             Fragment(4, "main", 0, -1, 42, 43, 1)]
     deps = [Dependency(1, 4, "RAW", "x", 8), Dependency(3, 4, "RAW", "y", 8), Dependency(1, 3, "WAR", "x", 4)]
     return TaskTrace(tasks, deps, [], {"instances": 2})
 
@@ -30,7 +31,7 @@ def test_round_trip(tmp_path):
     t = fork_join()
     save(t, tmp_path / "d")
     back = load(tmp_path / "d")
-    assert back.tasks == t.tasks and back.deps == t.deps and back.summary == t.summary
+    assert back.fragments == t.fragments and back.deps == t.deps and back.summary == t.summary
 
 
 def test_truncated_and_corrupt_files_are_named(tmp_path):

@@ -49,8 +49,8 @@ def test_a_copy_depends_on_every_source_byte(tmp_path, compile_c):
     source = COPIES % (", ".join(map(str, LENGTHS)), ", ".join(map(str, DISTANCES)), len(LENGTHS), len(DISTANCES))
     exe = compile_c(write_c(tmp_path, "copies", source))
     t = trace([str(exe)], tmp_path / "t", progress=False)
-    fills = [x.id for x in t.tasks if x.name == "fill"]
-    copies = [x.id for x in t.tasks if x.name == "copy"]
+    fills = [x.id for x in t.fragments if x.name == "fill"]
+    copies = [x.id for x in t.fragments if x.name == "copy"]
     into_copy = defaultdict(dict)
     for d in t.deps:
         if d.dst in copies and d.object.startswith("heap:"):

@@ -159,8 +159,8 @@ def assert_partial_trace(out: Path, ending: str, signal_name: str | None) -> Non
     assert ending in t.summary["ending"]
     assert t.summary["signal"] == signal_name
     assert t.summary["annotation_error"] is None
-    names = {x.id: x.name for x in t.tasks}
-    assert [x.name for x in t.tasks if not x.is_main] == ["fill", "last"]
+    names = {x.id: x.name for x in t.fragments}
+    assert [x.name for x in t.fragments if not x.is_main] == ["fill", "last"]
     assert {(names[d.src], names[d.dst], d.object, d.bytes) for d in t.deps if d.kind == "RAW"} == {("fill", "last", "data", 4)}
 
 
@@ -238,7 +238,7 @@ def test_children_run_untraced_and_the_parent_trace_completes(runs):
     assert t.summary["partial"] is False
     assert ("the program started 5 child process(es) (fork, system, popen, posix_spawn); they ran untraced"
             in t.summary["warnings"])
-    names = {x.id: x.name for x in t.tasks}
+    names = {x.id: x.name for x in t.fragments}
     # The child's write to data[0] is its own: no WAW into "children", and its read comes from "fill".
     assert {(names[d.src], names[d.dst], d.kind, d.object, d.bytes) for d in t.deps} == {
         ("fill", "children", "RAW", "data", 8)}

@@ -51,8 +51,8 @@ def test_program_without_markers_is_one_main_task(capsys, tmp_path, compile_c):
     exe = compile_c(src, markers=False)
     assert run_cli("-o", tmp_path / "t", "--", exe) == 0
     t = load(tmp_path / "t")
-    assert [x.name for x in t.tasks] == ["main"]
-    assert t.tasks[0].instructions > 100
+    assert [x.name for x in t.fragments] == ["main"]
+    assert t.fragments[0].instructions > 100
     assert any("no tareador markers" in w for w in t.summary["warnings"])
 
 
@@ -70,7 +70,7 @@ def test_unbalanced_markers_name_the_task_and_line(capsys, tmp_path, compile_c, 
     assert expected in message
     assert "bad.c:10" in message or "left_open" in message
     t = load(tmp_path / "t")  # still written
-    assert [x.name for x in t.tasks if not x.is_main][:2] == ["first", "second"]
+    assert [x.name for x in t.fragments if not x.is_main][:2] == ["first", "second"]
 
 
 def test_crash_keeps_the_partial_trace(capsys, tmp_path, compile_c):
@@ -80,7 +80,7 @@ def test_crash_keeps_the_partial_trace(capsys, tmp_path, compile_c):
     assert "crashed" in one_line_error(capsys)
     t = load(tmp_path / "t")
     assert t.summary["partial"] is True
-    assert [x.name for x in t.tasks if not x.is_main] == ["first", "second", "boom"]
+    assert [x.name for x in t.fragments if not x.is_main] == ["first", "second", "boom"]
     assert {(d.src, d.dst, d.object, d.bytes) for d in t.deps if d.kind == "RAW" and d.object == "data"} == {(1, 3, "data", 32)}
 
 
@@ -121,4 +121,4 @@ def test_nonzero_exit_is_reported_with_a_complete_trace(capsys, tmp_path, compil
     assert "status 3" in one_line_error(capsys)
     t = load(tmp_path / "t")
     assert t.summary["partial"] is False and t.summary["exit_status"] == 3
-    assert len([x for x in t.tasks if not x.is_main]) == 2
+    assert len([x for x in t.fragments if not x.is_main]) == 2

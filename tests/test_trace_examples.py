@@ -42,7 +42,7 @@ def test_traced_dag_is_the_analytic_one(compile_c, tmp_path, opt):
     nt, ts = 4, 8
     exe = compile_c(EXAMPLES / "cholesky" / "cholesky.c", opt=opt)
     t = trace([str(exe), str(nt), str(ts)], tmp_path / "t", progress=False)
-    tasks = [x for x in t.tasks if not x.is_main]
+    tasks = [x for x in t.fragments if not x.is_main]
     number = {x.id: i for i, x in enumerate(tasks, start=1)}
     names, edges = analytic_cholesky(nt)
     assert [x.name for x in tasks] == names
@@ -65,7 +65,7 @@ def test_heat_stencil_dag(compile_c, tmp_path):
     of the previous one (old and new grid); main on every residual_block of the iteration."""
     exe = compile_c(EXAMPLES / "heat" / "heat.c")
     t = trace([str(exe), "16", "8", "3"], tmp_path / "t", progress=False)
-    blocks = [x for x in t.tasks if not x.is_main]
+    blocks = [x for x in t.fragments if not x.is_main]
     assert [x.name for x in blocks] == (["jacobi_block"] * 4 + ["residual_block"] * 4) * 3
     number = {x.id: i for i, x in enumerate(blocks)}
     raw = {(number[d.src], number[d.dst]) for d in t.deps
@@ -88,7 +88,7 @@ def test_heat_stencil_dag(compile_c, tmp_path):
                              if abs(a // 2 - bi) + abs(a % 2 - bj) <= 1}
     assert raw == expected
     # main's fragment after each iteration sums residual[], which the 4 residual_blocks wrote.
-    fragments = [x.id for x in t.tasks if x.is_main]
+    fragments = [x.id for x in t.fragments if x.is_main]
     into_main = {(number[d.src], d.dst) for d in t.deps
                  if d.kind == "RAW" and d.src in number and d.dst in fragments}
     assert {s for s, _ in into_main} == {residual(it, b) for it in range(3) for b in range(4)}
@@ -102,4 +102,4 @@ def test_static_library_gives_the_same_dag(compile_c, tmp_path):
     b = trace([str(static), "3", "4"], tmp_path / "b", progress=False)
     raw = [{(d.src, d.dst, d.bytes) for d in t.deps if d.kind == "RAW" and d.object.startswith("heap:")} for t in (a, b)]
     assert raw[0] == raw[1] and len(raw[0]) == len(analytic_cholesky(3)[1])
-    assert [x.name for x in a.tasks] == [x.name for x in b.tasks]
+    assert [x.name for x in a.fragments] == [x.name for x in b.fragments]

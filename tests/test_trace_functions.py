@@ -10,10 +10,10 @@ import sys
 from collections import Counter
 
 import pytest
-
 from cholesky_dag import expected_cholesky_raw_edges
 from conftest import EXAMPLES, write_c
-from tareador.tracing.driver import TracingError
+
+from tareador.errors import TracingError
 from tareador.tracing.run import trace
 
 # No markers at all: the whole program is traced as if ON at main.
@@ -38,20 +38,20 @@ int main(void) {
 
 def instance_tree(t) -> list[tuple[str, str]]:
     """(name, name of the parent instance) of every task instance, in creation order."""
-    by_id = {x.id: x for x in t.tasks}
+    by_id = {x.id: x for x in t.fragments}
     return [(x.name, "main" if by_id[x.parent].is_main else by_id[x.parent].name)
-            for x in t.tasks if x.starts_instance and not x.is_main]
+            for x in t.fragments if x.starts_instance and not x.is_main]
 
 
 def instance_edges(t) -> set[tuple[str, str, str, int]]:
     """RAW edges between task instances, each instance named name#k (k-th of its name)."""
     seen: Counter = Counter()
     label = {}
-    for x in t.tasks:
+    for x in t.fragments:
         if x.starts_instance and not x.is_main:
             seen[x.name] += 1
             label[x.id] = f"{x.name}#{seen[x.name]}"
-    instance = {x.id: x.instance for x in t.tasks}
+    instance = {x.id: x.instance for x in t.fragments}
     return {(label[instance[d.src]], label[instance[d.dst]], d.object, d.bytes) for d in t.deps
             if d.kind == "RAW" and instance[d.src] in label and instance[d.dst] in label}
 
@@ -124,16 +124,16 @@ def test_cholesky_kernels_as_task_functions(compile_c, tmp_path, opt):
               task_functions=["gemm", "syrk", "trsm", "potrf"])
     names = [name for name, _ in instance_tree(t)]
     assert Counter(names) == {"potrf": 4, "trsm": 6, "syrk": 6, "gemm": 4}
-    order = [x.instance for x in t.tasks if x.starts_instance and not x.is_main]
+    order = [x.instance for x in t.fragments if x.starts_instance and not x.is_main]
     index = {instance: k for k, instance in enumerate(order, start=1)}
-    first = {x.id: x.instance for x in t.tasks}
+    first = {x.id: x.instance for x in t.fragments}
     got = {(index[first[d.src]], index[first[d.dst]], names[index[first[d.src]] - 1],
             names[index[first[d.dst]] - 1]) for d in t.deps
            if d.kind == "RAW" and first[d.src] in index and first[d.dst] in index}
     assert got == expected_cholesky_raw_edges(4)
     marked = trace([str(compile_c(EXAMPLES / "cholesky" / "cholesky.c", opt=opt)), "4", "8"],
                    tmp_path / "marked.tareador", progress=False)
-    assert [x.name for x in marked.tasks if x.starts_instance and not x.is_main] == names
+    assert [x.name for x in marked.fragments if x.starts_instance and not x.is_main] == names
 
 
 INLINED = """

@@ -103,9 +103,9 @@ def line_of(source: str, marker: str) -> int:
 
 
 def task_edges(t):
-    name = {x.id: x.name for x in t.tasks}
+    name = {x.id: x.name for x in t.fragments}
     return {(name[d.src], name[d.dst], d.kind, d.object, d.bytes) for d in t.deps
-            if not t.tasks[d.src].is_main and not t.tasks[d.dst].is_main}
+            if not t.fragments[d.src].is_main and not t.fragments[d.dst].is_main}
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import EXAMPLES, write_c
-from tareador.replay.list_scheduler import simulate
+
+from tareador.simulation.list_scheduler import simulate
 from tareador.taskgraph.dag import dag_from_trace
 from tareador.taskgraph.metrics import schedule_edges
 from tareador.tracing.run import trace
@@ -40,7 +40,7 @@ def traced(compile_c, tmp_path, name: str, body: str):
 
 def rows(t) -> list[tuple[str, int, int]]:
     """(name, instance, parent) of every fragment, in id order."""
-    return [(x.name, x.instance, x.parent) for x in t.tasks]
+    return [(x.name, x.instance, x.parent) for x in t.fragments]
 
 
 def raw_edges(t) -> set[tuple[int, int, str, int]]:
@@ -59,9 +59,9 @@ def test_child_reads_parent_and_parent_reads_child(compile_c, tmp_path):
     t = traced(compile_c, tmp_path, "twoway", TWO_WAY)
     assert rows(t) == [("main", 0, -1), ("parent", 1, 0), ("child", 2, 1), ("parent", 1, 0), ("main", 0, -1)]
     assert raw_edges(t) == {(1, 2, "x", 4), (2, 3, "y", 4)}
-    assert schedule_edges(t.tasks, t.deps) == {(0, 1), (1, 2), (2, 3), (1, 3), (0, 4)}
+    assert schedule_edges(t.fragments, t.deps) == {(0, 1), (1, 2), (2, 3), (1, 3), (0, 4)}
     assert t.summary["instances"] == 2 and t.summary["task_fragments"] == 3
-    assert t.tinf == sum(x.instructions for x in t.tasks[:4])
+    assert t.tinf == sum(x.instructions for x in t.fragments[:4])
 
 
 def test_child_of_a_late_parent_waits_for_its_creation(compile_c, tmp_path):
@@ -81,9 +81,9 @@ int main(void) {
     assert rows(t) == [("main", 0, -1), ("long", 1, 0), ("main", 0, -1), ("parent", 3, 2), ("child", 4, 3),
                        ("parent", 3, 2), ("main", 0, -1)]
     assert raw_edges(t) == set()
-    edges = schedule_edges(t.tasks, t.deps)
+    edges = schedule_edges(t.fragments, t.deps)
     assert edges == {(0, 1), (0, 2), (2, 3), (3, 4), (3, 5), (2, 6)}
-    w = {x.id: x.instructions for x in t.tasks}
+    w = {x.id: x.instructions for x in t.fragments}
     assert t.tinf == longest(w, edges) == max(w[0] + w[1], w[0] + w[2] + w[3] + w[4])
     on_two = simulate(dag_from_trace(t), 2)
     assert on_two.start[4] >= on_two.finish[3]  # the child never runs before its parent's first fragment
@@ -113,7 +113,7 @@ int main(void) {
                        ("main", 0, -1)]
     assert raw_edges(t) == {(1, 2, "x", 4), (2, 3, "y", 4), (3, 4, "z", 4), (4, 5, "w", 4), (5, 6, "v", 4)}
     creation, chains = {(0, 1), (1, 2), (2, 3)}, {(2, 4), (1, 5), (0, 6)}
-    assert schedule_edges(t.tasks, t.deps) == creation | chains | {(s, d) for s, d, _, _ in raw_edges(t)}
+    assert schedule_edges(t.fragments, t.deps) == creation | chains | {(s, d) for s, d, _, _ in raw_edges(t)}
     assert t.tinf == t.t1  # the data flow makes it a chain
     assert t.summary["instances"] == 3
 
@@ -134,13 +134,13 @@ int main(void) {
   tareador_OFF();
   return 0;
 }""")
-    names = [x.name for x in t.tasks]
+    names = [x.name for x in t.fragments]
     assert names == ["main", "parent", "child", "parent", "child", "parent", "child", "parent", "main"]
     assert [(s, d) for s, d, obj, b in sorted(raw_edges(t)) if obj == "r"] == [(2, 7), (4, 7), (6, 7)]
     assert all(b == 8 for s, d, obj, b in raw_edges(t) if obj == "r")
-    edges = schedule_edges(t.tasks, t.deps)
+    edges = schedule_edges(t.fragments, t.deps)
     assert {(1, 2), (3, 4), (5, 6), (1, 3), (3, 5), (5, 7)} <= edges
-    w = {x.id: x.instructions for x in t.tasks}
+    w = {x.id: x.instructions for x in t.fragments}
     assert t.tinf == longest(w, edges)
     assert t.tinf < t.t1 - 2 * w[2]  # two of the three children are off the critical path
     assert t.summary["instances"] == 4 and t.summary["task_fragments"] == 7
@@ -156,10 +156,10 @@ int main(void) {
   tareador_OFF();
   return 0;
 }""")
-    assert [(x.name, x.is_main) for x in t.tasks] == [("main", True), ("main", False), ("main", True),
+    assert [(x.name, x.is_main) for x in t.fragments] == [("main", True), ("main", False), ("main", True),
                                                       ("other", False), ("main", True)]
     assert t.summary["instances"] == 2 and t.task_types == ["main", "other"]
-    w = [x.instructions for x in t.tasks]
+    w = [x.instructions for x in t.fragments]
     assert t.tinf == max(w[0] + w[1], w[0] + w[2] + w[3], w[0] + w[2] + w[4])
     assert t.parallelism > 1.8
 
@@ -179,8 +179,8 @@ int main(void) {
   tareador_OFF();
   return 0;
 }""")
-    assert [x.name for x in t.tasks] == ["main", "A", "main", "main", "C", "main"]
-    assert {x.instance for x in t.tasks if x.is_main} == {0}
+    assert [x.name for x in t.fragments] == ["main", "A", "main", "main", "C", "main"]
+    assert {x.instance for x in t.fragments if x.is_main} == {0}
     assert raw_edges(t) == {(1, 4, "a", 4)}
     assert any("tareador_ON() was called 1 time(s) while the analysis was already on" in w
                for w in t.summary["warnings"])
@@ -241,15 +241,15 @@ def test_treesum_example_exact_dag(compile_c, tmp_path, capsys, levels):
     assert len(sums) == 1
     assert {(s, d) for s, d, obj, b in raw_edges(t) if obj == sums[0]} == raw
     assert all(b == 8 for s, d, obj, b in raw_edges(t) if obj == sums[0])
-    edges = schedule_edges(t.tasks, t.deps)
-    w = {x.id: x.instructions for x in t.tasks}
+    edges = schedule_edges(t.fragments, t.deps)
+    w = {x.id: x.instructions for x in t.fragments}
     assert t.tinf == longest(w, edges)
-    leaves = [x.instructions for x in t.tasks if x.name == "leaf"]
+    leaves = [x.instructions for x in t.fragments if x.name == "leaf"]
     assert t.tinf <= t.t1 - (len(leaves) - 1) * min(leaves)  # the leaves overlap
     assert main(["simulate", t.path, "--cores", "inf", "--overhead", "0", "--dim", "-o", str(tmp_path)]) == 0
     capsys.readouterr()
     machine = tmp_path / "wide.toml"
-    machine.write_text(f"[cpu]\ncores_per_node = {len(t.tasks)}\n")
+    machine.write_text(f"[cpu]\ncores_per_node = {len(t.fragments)}\n")
     for dim, expected in (("ompss.dim", t.tinf), ("authentic.dim", t.t1)):
         assert main(["replay", str(tmp_path / dim), "--machine", str(machine), "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["makespan"] == pytest.approx(expected / 1e9, rel=1e-9)
@@ -310,12 +310,12 @@ def test_children_write_their_parents_locals(compile_c, tmp_path):
     between two instances is a child's result into its parent or a parent's n into its child.
     (At -O2 x lives in a callee-saved register across the second call: no memory carries it.)"""
     t = trace([str(compile_c(write_c(tmp_path, "fib", FIB))), "5"], tmp_path / "t", progress=False)
-    instances = {f.id: f for f in t.tasks if f.starts_instance and not f.is_main}
+    instances = {f.id: f for f in t.fragments if f.starts_instance and not f.is_main}
     assert len(instances) == 14
     last = {}
-    for f in t.tasks:
+    for f in t.fragments:
         last[f.instance] = f  # fragments are in id order: the last one is the instance's end
-    owner = {f.id: f.instance for f in t.tasks}
+    owner = {f.id: f.instance for f in t.fragments}
     children: dict[int, list[int]] = {}
     for i, f in instances.items():
         children.setdefault(owner[f.parent], []).append(i)

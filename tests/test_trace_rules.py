@@ -57,7 +57,7 @@ def rules_trace(compile_c, tmp_path_factory):
 
 
 def task_edges(t):
-    name = {x.id: x.name for x in t.tasks}
+    name = {x.id: x.name for x in t.fragments}
     return {(name[d.src], name[d.dst], d.kind, d.object, d.bytes) for d in t.deps
             if name[d.src] != "main" and name[d.dst] != "main"}
 
@@ -80,25 +80,25 @@ def test_no_edge_through_libc_state_private_stack_or_freed_block(rules_trace):
 
 def test_task_table_and_summary(rules_trace):
     t = rules_trace
-    names = [x.name for x in t.tasks if not x.is_main and x.starts_instance]
+    names = [x.name for x in t.fragments if not x.is_main and x.starts_instance]
     assert len(names) == 42 and len(set(names)) == 42
     assert t.summary["instances"] == 42 and t.summary["task_types"] == 42
     assert t.summary["partial"] is False and t.summary["exit_status"] == 0
     # outer is cut where it creates inner: outer's first fragment, inner, outer's second fragment.
-    inner = next(x for x in t.tasks if x.name == "inner")
-    outer = [x for x in t.tasks if x.name == "outer"]
+    inner = next(x for x in t.fragments if x.name == "inner")
+    outer = [x for x in t.fragments if x.name == "outer"]
     assert [x.id for x in outer] == [inner.id - 1, inner.id + 1] and {x.instance for x in outer} == {outer[0].id}
     assert inner.parent == outer[0].id and inner.instance == inner.id and outer[1].parent == outer[0].parent
     assert outer[0].end == inner.start and inner.end == outer[1].start
-    assert all(x.instructions > 0 for x in t.tasks if not x.is_main)
-    assert t.t1 == sum(x.instructions for x in t.tasks)
+    assert all(x.instructions > 0 for x in t.fragments if not x.is_main)
+    assert t.t1 == sum(x.instructions for x in t.fragments)
 
 
 def test_instruction_counts_are_deterministic(compile_c, tmp_path):
     exe = compile_c(EXAMPLES / "rules" / "rules.c")
     a = trace([str(exe)], tmp_path / "a", progress=False)
     b = trace([str(exe)], tmp_path / "b", progress=False)
-    assert [x.instructions for x in a.tasks] == [x.instructions for x in b.tasks]
+    assert [x.instructions for x in a.fragments] == [x.instructions for x in b.fragments]
     assert a.deps == b.deps
 
 

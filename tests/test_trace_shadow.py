@@ -56,7 +56,7 @@ def test_huge_blocks_barely_touched(compile_c, tmp_path):
     start = time.perf_counter()
     t = trace([str(exe)], tmp_path / "t", progress=False)
     elapsed = time.perf_counter() - start
-    name = {x.id: x.name for x in t.tasks}
+    name = {x.id: x.name for x in t.fragments}
     edges = {(name[d.src], name[d.dst], d.kind, d.object, d.bytes) for d in t.deps
              if name[d.src] != "main" and name[d.dst] != "main"}
     assert edges == {
@@ -103,5 +103,5 @@ def test_shadow_upkeep_is_not_the_programs_work(compile_c, tmp_path):
     the traced thread: none of that work is the program's, so the same code costs the same
     instructions whatever the size it maps (it cost 8 more per MiB when libc made the shadow)."""
     t = trace([str(compile_c(write_c(tmp_path, "mappings", MAPPINGS)))], tmp_path / "t", progress=False)
-    counts = [x.instructions for x in t.tasks if x.name == "map"]
+    counts = [x.instructions for x in t.fragments if x.name == "map"]
     assert len(counts) == 3 and len(set(counts)) == 1

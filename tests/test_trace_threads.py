@@ -26,5 +26,5 @@ int main(void) {
 def test_threads_are_reported_not_silently_ignored(compile_c, tmp_path):
     exe = compile_c(write_c(tmp_path, "threads", THREADED))
     t = trace([str(exe)], tmp_path / "t", progress=False)
-    assert [x.name for x in t.tasks if not x.is_main] == ["spawn", "use"]
+    assert [x.name for x in t.fragments if not x.is_main] == ["spawn", "use"]
     assert "the program created 1 thread(s); only the main thread was traced" in t.summary["warnings"]

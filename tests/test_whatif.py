@@ -7,11 +7,11 @@ import json
 import math
 
 import pytest
-
 from conftest import write_c
+
 from tareador.analyses.whatif import whatif
+from tareador.simulation.machine import Machine
 from tareador.taskgraph.dag import dag_from_trace
-from tareador.replay.machine import Machine
 from tareador.taskgraph.model import PROGRAM
 from tareador.taskgraph.store import save
 from tareador.tracing.run import trace
@@ -154,10 +154,10 @@ def test_real_binary(tareador, tmp_path, compile_c):
     five results. Every expected time comes from the traced instruction counts."""
     exe = compile_c(write_c(tmp_path, "long_short", LONG_AND_SHORT_C))
     t = trace([str(exe)], tmp_path / "t", progress=False)
-    assert [x.name for x in t.tasks] == ["main", "long", "main", "short", "main", "short", "main", "short", "main",
+    assert [x.name for x in t.fragments] == ["main", "long", "main", "short", "main", "short", "main", "short", "main",
                                          "short", "main"]
-    w = {x.name: x.instructions for x in t.tasks}
-    main_first, main_last = t.tasks[0].instructions, t.tasks[-1].instructions
+    w = {x.name: x.instructions for x in t.fragments}
+    main_first, main_last = t.fragments[0].instructions, t.fragments[-1].instructions
     assert t.tinf == main_first + w["long"] + main_last
     status, out, _ = tareador("whatif", tmp_path / "t", "--factors", "2,inf", "--cores", "1,2,inf", "--json")
     assert status == 0
@@ -165,10 +165,10 @@ def test_real_binary(tareador, tmp_path, compile_c):
     times = {(r["cores"], r["type"], r["factor"]): round(r["time"] * 1e9) for r in doc["results"]}
 
     def work(name):
-        return sum(x.instructions for x in t.tasks if (x.name, x.is_main) == (name, False))
+        return sum(x.instructions for x in t.fragments if (x.name, x.is_main) == (name, False))
 
     for name in ("long", "short"):
-        assert times[1, name, 2] == t.t1 - work(name) + sum(round(x.instructions / 2) for x in t.tasks
+        assert times[1, name, 2] == t.t1 - work(name) + sum(round(x.instructions / 2) for x in t.fragments
                                                             if x.name == name)
         assert times[1, name, "inf"] == t.t1 - work(name)
     # Off the critical path, short gives nothing however fast; long halved still holds the path,
@@ -178,7 +178,7 @@ def test_real_binary(tareador, tmp_path, compile_c):
     halved = main_first + round(w["long"] / 2) + main_last
     assert times["inf", "long", 2] == times[2, "long", 2] == halved
     # Without long, the path runs through all of main's code and the last short.
-    assert times["inf", "long", "inf"] == sum(x.instructions for x in t.tasks if x.is_main) + w["short"]
+    assert times["inf", "long", "inf"] == sum(x.instructions for x in t.fragments if x.is_main) + w["short"]
     ranks = {c: [r["type"] for r in doc["results"] if r["cores"] == c and r["factor"] == 2] for c in (1, "inf")}
     assert ranks == {1: ["long", "short", PROGRAM], "inf": ["long", PROGRAM, "short"]}
     assert sum(x["critical_path_instructions"] for x in doc["types"]) == t.tinf

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tareador.analyses.speedup import parallelism_profile, study
-from tareador.replay.machine import Machine
+from tareador.simulation.machine import Machine
 from tareador.taskgraph.dag import dag_from_trace
 from tareador.taskgraph.decompose import merge, recording, task_tree
 from tareador.taskgraph.model import RAW, TaskTrace
@@ -102,7 +102,7 @@ def explore(finest: TaskTrace, cores: int | None, machine: Machine, policy: str 
             break
         broken.add(step.broken)
         current = (current - {step.broken}) | (children.get(step.broken, frozenset()) - broken)
-    types = sorted({t.name for t in finest.tasks if not t.is_main})
+    types = sorted({t.name for t in finest.fragments if not t.is_main})
     return Exploration(steps, cores, policy, tuple(weights), machine.rate, tuple(types))
 
 
@@ -120,7 +120,7 @@ def _evaluate(index: int, trace: TaskTrace, cores: int | None, machine: Machine,
 
 
 def _costs(trace: TaskTrace, schedule, weights) -> tuple[TypeCost, ...]:
-    tasks = trace.tasks
+    tasks = trace.fragments
     n = len(tasks)
     instance = np.fromiter((t.instance for t in tasks), np.int64, n)
     work = np.fromiter((t.instructions for t in tasks), np.int64, n)

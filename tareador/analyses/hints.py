@@ -25,9 +25,10 @@ from pathlib import Path
 import networkx as nx
 
 from tareador.analyses.signatures import Signature, signature
+from tareador.errors import TraceDirError
 from tareador.taskgraph.metrics import critical_path_length, schedule_edges
 from tareador.taskgraph.model import RAW, WAR, WAW, Access, Dependency, TaskCall, TaskTrace
-from tareador.taskgraph.store import TraceDirError, load_trace, read_table
+from tareador.taskgraph.store import load_trace, read_table
 
 IN, OUT, INOUT = "in", "out", "inout"
 _HEX = re.compile(r"0x[0-9a-f]+")  # calls.csv's arguments, as decode writes them
@@ -79,7 +80,7 @@ class Hints:
     def pragma_trace(self, trace: TaskTrace) -> TaskTrace:
         """trace with the dependences the pragmas give instead of the traced ones: simulate it to
         predict the OpenMP run of the generated pragmas (``dag_from_trace``)."""
-        return TaskTrace(trace.tasks, self.pragma_deps, trace.objects, trace.summary, trace.path)
+        return TaskTrace(trace.fragments, self.pragma_deps, trace.objects, trace.summary, trace.path)
 
 
 def _hull(a: tuple[int, int] | None, b: tuple[int, int] | None) -> tuple[int, int] | None:
@@ -158,7 +159,7 @@ def _merge(th: TypeHints, clauses: dict[tuple, Clause], sig: Signature, args: di
 def hints(trace: TaskTrace, accesses: list[Access], calls: list[TaskCall],
           signatures: dict[tuple[str, int, int], Signature]) -> Hints:
     """signatures: per (module, function offset, call site offset) of calls.csv."""
-    by_id = {t.id: t for t in trace.tasks}
+    by_id = {t.id: t for t in trace.fragments}
     objects = {o.name: o for o in trace.objects}
     written_in_region = {a.object for a in accesses if a.write_lo >= 0}
     per_instance: dict[int, list[Access]] = {}
@@ -170,7 +171,7 @@ def hints(trace: TaskTrace, accesses: list[Access], calls: list[TaskCall],
     types: dict[str, TypeHints] = {}
     clauses: dict[str, dict[tuple, Clause]] = {}
     instance_args: dict[int, dict[int, int]] = {}
-    for instance in sorted({t.instance for t in trace.tasks if not t.is_main}):
+    for instance in sorted({t.instance for t in trace.fragments if not t.is_main}):
         name = by_id[instance].name
         call = call_of.get(instance)
         sig = signatures.get((call.module, call.function_offset, call.site_offset)) if call else None
@@ -194,7 +195,7 @@ def hints(trace: TaskTrace, accesses: list[Access], calls: list[TaskCall],
     warnings, tinf_kept = _warnings(trace, list(types.values()))
     deps = _pragma_deps(trace, types, instance_args, objects)
     return Hints(sorted(types.values(), key=lambda t: t.name), warnings, trace.tinf, tinf_kept, deps,
-                 critical_path_length(trace.tasks, deps))
+                 critical_path_length(trace.fragments, deps))
 
 
 def _pragma_deps(trace: TaskTrace, types: dict[str, TypeHints], instance_args: dict[int, dict[int, int]],
@@ -203,8 +204,8 @@ def _pragma_deps(trace: TaskTrace, types: dict[str, TypeHints], instance_args: d
     creation order, each list item known by the address it starts at (what libgomp compares): an
     in follows the last out or inout of its address; an out or inout follows it and every in
     since. Main's reads of what tasks wrote stay (the taskwaits the hints ask for)."""
-    by_id = {t.id: t for t in trace.tasks}
-    last_fragment = {t.instance: t.id for t in sorted(trace.tasks, key=lambda t: t.id)}
+    by_id = {t.id: t for t in trace.fragments}
+    last_fragment = {t.instance: t.id for t in sorted(trace.fragments, key=lambda t: t.id)}
     deps = [d for d in trace.deps if d.kind == RAW and (by_id[d.src].is_main or by_id[d.dst].is_main)]
     last_out: dict[int, int] = {}
     readers: dict[int, list[int]] = {}
@@ -240,8 +241,8 @@ def _warnings(trace: TaskTrace, types: list[TypeHints]) -> tuple[list[str], int]
                 warnings.append(f"{th.name}: its instances write {len(c.parts)} different parts of {c.target}: the "
                                 f"merged clause covers them all, so OpenMP runs the instances one after another; "
                                 f"if the parts are independent, give each instance its own list item")
-    by_id = {t.id: t for t in trace.tasks}
-    ordered = nx.DiGraph(list(schedule_edges(trace.tasks, trace.deps)))
+    by_id = {t.id: t for t in trace.fragments}
+    ordered = nx.DiGraph(list(schedule_edges(trace.fragments, trace.deps)))
     reach: dict[int, set[int]] = {}
 
     def unordered(d) -> bool:
@@ -272,7 +273,7 @@ def _warnings(trace: TaskTrace, types: list[TypeHints]) -> tuple[list[str], int]
     tinf_kept = trace.tinf
     if kept:
         counts = {k: sum(1 for d in kept if d.kind == k) for k in (WAR, WAW)}
-        tinf_kept = critical_path_length(trace.tasks, list(trace.deps) + [replace(d, kind=RAW) for d in kept])
+        tinf_kept = critical_path_length(trace.fragments, list(trace.deps) + [replace(d, kind=RAW) for d in kept])
         warnings.append(f"OpenMP keeps {counts[WAR]} WAR and {counts[WAW]} WAW dependence(s) between tasks that a "
                         f"renaming runtime (and tareador's prediction) removes: T∞ {trace.tinf} -> {tinf_kept} "
                         f"instructions, parallelism {trace.t1 / trace.tinf:.2f} -> {trace.t1 / tinf_kept:.2f}")

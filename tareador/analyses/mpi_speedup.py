@@ -1,6 +1,6 @@
 """Cores per rank of an MPI run: the MPI/OmpSs what-if of ``tareador simulate RUN_DIR``.
 
-Each configuration replays the run's ompss.dim (tareador.formats.mpi_ompss) with the Dimemas-model
+Each configuration replays the run's ompss.dim (tareador.synthesis.mpi_ompss) with the Dimemas-model
 engine on the machine's network, its ranks mapped to nodes as the machine says
 (``Machine.tasks_per_node``, or as many as a node has cores), each node with c cores per rank it
 holds; ``inf`` gives every node as many cores as its ranks have threads. The reference is the
@@ -15,9 +15,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tareador.errors import MachineError
 from tareador.formats.dimemas import DimTrace
-from tareador.replay.dimemas_engine import ReplayResult, replay
-from tareador.replay.machine import Machine, MachineError
+from tareador.simulation.dimemas_engine import ReplayResult, replay
+from tareador.simulation.machine import Machine
 
 
 @dataclass

@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tareador.formats.dimemas import GLOBAL_OP, SEND, DimTrace
-from tareador.replay.dimemas_engine import replay
-from tareador.replay.machine import Machine
+from tareador.simulation.dimemas_engine import replay
+from tareador.simulation.machine import Machine
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """How much faster a run would be with its messages chunked and overlapped (thesis Fig. 5.14).
 
-The authentic trace and the two overlapped ones (formats/overlap.py) are each swept over the
+The authentic trace and the two overlapped ones (synthesis/overlap.py) are each swept over the
 bandwidths of a list with the network sweep (analyses/network_sweep.py: the inter-node bandwidth,
 as Dimemas' --bandwidth); each overlapped run's speedup is over the authentic run at the same
 bandwidth. The tolerable bandwidth reduction of an overlapped trace is the factor reference / b
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from tareador.analyses.network_sweep import sweep
 from tareador.formats.dimemas import DimTrace
-from tareador.replay.machine import Machine
+from tareador.simulation.machine import Machine
 
 TRACES = ("authentic", "real", "ideal")
 

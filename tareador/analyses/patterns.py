@@ -31,14 +31,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tareador.errors import PatternsError
 from tareador.taskgraph.patterns import TransferPattern
 
 FIGURES = ("prod_1elem", "prod_quarter", "prod_half", "prod_whole", "cons_nothing", "cons_quarter", "cons_half")
 DEFAULT_CHUNKS = 4
-
-
-class PatternsError(Exception):
-    """A bad chunk count."""
 
 
 @dataclass(frozen=True)

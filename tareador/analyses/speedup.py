@@ -10,10 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tareador.replay.list_scheduler import Schedule, simulate
-
+from tareador.simulation.list_scheduler import Schedule, simulate
+from tareador.simulation.machine import Machine
 from tareador.taskgraph.dag import Dag, bottom_levels, durations, successors
-from tareador.replay.machine import Machine
 
 
 @dataclass

@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tareador.analyses.speedup import study
+from tareador.simulation.machine import Machine
 from tareador.taskgraph.dag import Dag, bottom_levels, critical_path, successors
-from tareador.replay.machine import Machine
 from tareador.taskgraph.model import PROGRAM
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from tareador.errors import UserError
 from tareador.tracing import toolchain
 
 
@@ -20,18 +21,14 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from tareador.cli.main import UserError
 
-    try:
-        parts = []
-        if args.cflags:
-            parts.append(toolchain.cflags())
-        if args.libs:
-            parts.append(toolchain.libs())
-        if args.static_libs:
-            parts.append(toolchain.libs(static=True))
-    except toolchain.ToolchainError as e:
-        raise UserError(str(e)) from None
+    parts = []
+    if args.cflags:
+        parts.append(toolchain.cflags())
+    if args.libs:
+        parts.append(toolchain.libs())
+    if args.static_libs:
+        parts.append(toolchain.libs(static=True))
     if not parts:
         raise UserError("say what to print: --cflags, --libs or --static-libs")
     print(" ".join(parts))

@@ -8,6 +8,7 @@ import signal
 from pathlib import Path
 
 from tareador.cli.simulate import add_machine_options, machine_options
+from tareador.errors import UserError
 
 DEFAULT_CORES = 4
 
@@ -37,7 +38,6 @@ def register(subparsers) -> None:
 
 
 def weight_list(text: str) -> tuple[float, float, float]:
-    from tareador.cli.main import UserError
 
     parts = text.split(",")
     try:
@@ -51,7 +51,6 @@ def weight_list(text: str) -> tuple[float, float, float]:
 
 
 def _cores(args, machine) -> int | None:
-    from tareador.cli.main import UserError
     from tareador.cli.simulate import core_list
 
     if args.cores is None:
@@ -66,21 +65,13 @@ def _record(args, argv: list[str]) -> Path:
     """Trace the program once, every candidate a task; the trace directory. A partial recording
     is not explored: its search would be of a run cut short; stopped by a signal to tareador
     (Ctrl-C, SIGTERM), the command ends as stopped (130, 143)."""
-    from tareador.cli.main import UserError
     from tareador.cli.trace import function_names
     from tareador.stopping import Stopped
-    from tareador.tracing.driver import TracingError
-    from tareador.tracing.run import AnnotationError, trace
-    from tareador.tracing.toolchain import ToolchainError
+    from tareador.tracing.run import trace
 
     out = Path(args.output or f"{argv[0].rstrip('/').split('/')[-1]}.explore")
-    try:
-        summary = trace(argv, out, progress=not args.no_progress, task_functions=function_names(args.candidates),
-                        explore=True).summary
-    except (TracingError, ToolchainError) as e:
-        raise UserError(str(e)) from None
-    except AnnotationError as e:
-        raise UserError(f"{e} (partial trace written to {e.path})") from None
+    summary = trace(argv, out, progress=not args.no_progress, task_functions=function_names(args.candidates),
+                    explore=True).summary
     if summary["partial"]:
         if summary["signal"] in ("SIGINT", "SIGTERM", "SIGHUP"):
             raise Stopped(signal.Signals[summary["signal"]])
@@ -90,7 +81,6 @@ def _record(args, argv: list[str]) -> Path:
 
 def run(args) -> int:
     from tareador.analyses.explore import explore
-    from tareador.cli.main import UserError
     from tareador.render.plots import plot_explore
     from tareador.taskgraph.store import load_trace
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from tareador.errors import UserError
+
 
 def register(subparsers) -> None:
     import argparse
@@ -27,7 +29,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from tareador.cli.main import UserError
     from tareador.render.graph import write_graph
     from tareador.render.summary import format_summary
     from tareador.taskgraph.store import load_trace

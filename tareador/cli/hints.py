@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from tareador.errors import UserError
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -22,7 +24,6 @@ def register(subparsers) -> None:
 
 
 def size_names(items: list[str]) -> dict[str, int]:
-    from tareador.cli.main import UserError
 
     sizes = {}
     for item in items:
@@ -35,7 +36,6 @@ def size_names(items: list[str]) -> dict[str, int]:
 
 def run(args) -> int:
     from tareador.analyses.hints import load_hints
-    from tareador.cli.main import UserError
     from tareador.render.hints import format_hints, hints_json
 
     sizes = size_names(args.size)

@@ -2,7 +2,8 @@
 
 Every subcommand lives in its own module exposing ``register(subparsers)``; the parser it adds
 sets ``func`` to a callable taking the parsed arguments and returning an exit status. Errors
-the user can fix are raised as UserError and printed as one line, never as a traceback.
+the user can fix are raised as a TareadorError (tareador.errors) anywhere in the pipeline and
+printed here as one line, never as a traceback.
 """
 
 from __future__ import annotations
@@ -15,14 +16,11 @@ import signal
 import sys
 
 from tareador import __version__
+from tareador.errors import TareadorError
 from tareador.stopping import Stopped, stop_signals
 
 SUBCOMMANDS = ["config", "trace", "mpirun", "postprocess", "patterns", "overlap", "graph", "simulate", "whatif",
                "explore", "hints", "replay"]
-
-
-class UserError(Exception):
-    """Bad input: printed as 'tareador: <message>' and exit status 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,13 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tareador.taskgraph.store import TraceDirError
 
     args = build_parser().parse_args(argv)
     try:
         with stop_signals():
             return int(args.func(args) or 0)
-    except (UserError, TraceDirError) as e:
+    except TareadorError as e:
         print(f"tareador: {e}", file=sys.stderr)
         return 2
     except Stopped as e:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tareador.replay.machine import MAX_COUNT, Machine
+from tareador.errors import UserError
+from tareador.simulation.machine import MAX_COUNT, Machine
 
 
 def add_ranks_per_node(parser) -> None:
@@ -19,7 +20,6 @@ def add_ranks_per_node(parser) -> None:
 
 def with_ranks_per_node(machine: Machine, text: str | None) -> Machine:
     """The machine with the ``--ranks-per-node`` argument applied (None: as the file says)."""
-    from tareador.cli.main import UserError
 
     if text is None:
         return machine

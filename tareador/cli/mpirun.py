@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from tareador.errors import UserError
+
 
 def register(subparsers) -> None:
     from tareador.cli.postprocess import add_collectives_option
@@ -28,7 +30,6 @@ def register(subparsers) -> None:
 
 
 def _positive(text: str, what: str, kind):
-    from tareador.cli.main import UserError
 
     try:
         value = kind(text)
@@ -41,7 +42,6 @@ def _positive(text: str, what: str, kind):
 
 def choose_mpi(asked: str | None, program: str):
     """The MPI to launch with: the one asked for, else the program's; it must be installed and match."""
-    from tareador.cli.main import UserError
     from tareador.tracing.mpi_launch import MPIS, linked_mpi
 
     linked = linked_mpi(program)
@@ -55,12 +55,11 @@ def choose_mpi(asked: str | None, program: str):
 
 
 def run(args) -> int:
-    from tareador.cli.main import UserError
     from tareador.cli.postprocess import postprocess
     from tareador.cli.trace import program_and_output
     from tareador.render.summary import format_run_summary
     from tareador.taskgraph.mpi import clear_run, rank_dirs
-    from tareador.tracing.driver import TracingError, check_program
+    from tareador.tracing.driver import check_program
     from tareador.tracing.mpirun import launch
     from tareador.tracing.run import check_output
 
@@ -68,11 +67,8 @@ def run(args) -> int:
     out = Path(out)
     ranks = _positive(args.ranks, "-np", int)
     timeout = None if args.timeout is None else _positive(args.timeout, "--timeout", float)
-    try:
-        program = check_program(argv)
-        check_output(out)  # as trace does, before the run: not an existing file, a directory it can write
-    except TracingError as e:
-        raise UserError(str(e)) from None
+    program = check_program(argv)
+    check_output(out)  # as trace does, before the run: not an existing file, a directory it can write
     mpi = choose_mpi(args.mpi, program)
     clear_run(out)
     out.mkdir(parents=True, exist_ok=True)

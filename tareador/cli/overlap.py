@@ -37,9 +37,9 @@ def run(args) -> int:
     from tareador.cli.replay import value_list
     from tareador.cli.simulate import load_machine_arg
     from tareador.formats.dimemas import read_dim
-    from tareador.formats.dimemas_mpi import write_mpi_authentic
-    from tareador.formats.overlap import KINDS, write_overlap_trace
     from tareador.render.plots import plot_overlap
+    from tareador.synthesis.mpi_authentic import write_mpi_authentic
+    from tareador.synthesis.overlap import KINDS, write_overlap_trace
 
     d = Path(args.run_dir)
     bandwidths = sorted(value_list(args.bandwidth, "--bandwidth"))

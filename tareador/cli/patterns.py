@@ -7,6 +7,8 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from tareador.errors import UserError
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -56,16 +58,12 @@ def run_patterns(directory: str | Path, chunks: int, collectives_do: bool = Fals
     """(MpiRun, ranks' RankPatterns, transfers, figures) of a run directory, patterns.csv/npz
     rewritten with ``chunks``; what cannot be used is a UserError. A run without point-to-point
     messages is one too, unless ``collectives_do`` and it has collectives."""
-    from tareador.analyses.patterns import PatternsError, check_chunks
-    from tareador.cli.main import UserError
+    from tareador.analyses.patterns import check_chunks
     from tareador.taskgraph.mpi import load_run
     from tareador.taskgraph.store import is_run
 
     d = Path(directory)
-    try:
-        check_chunks(chunks)
-    except PatternsError as e:
-        raise UserError(str(e)) from None
+    check_chunks(chunks)
     if not is_run(d):
         raise UserError(f"{d} is not the directory of an MPI run (no rank-N/ in it): trace the program with "
                         "'tareador mpirun -np N -o DIR -- ./program'")

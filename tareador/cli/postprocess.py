@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from tareador.errors import UserError
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -32,7 +34,6 @@ def add_collectives_option(p) -> None:
 
 
 def run(args) -> int:
-    from tareador.cli.main import UserError
     from tareador.render.summary import format_run_summary
     from tareador.workers import rank_pool
 
@@ -48,7 +49,7 @@ def run(args) -> int:
 
 def postprocess(directory: str | Path, ending: str | None = None, collectives: str = "dimemas", starmap=None):
     """The run's files, then its Dimemas traces, authentic.dim and ompss.dim, with collectives
-    written as ``collectives`` (formats/dimemas_mpi.py); returns the MpiRun. ``starmap`` runs the
+    written as ``collectives`` (synthesis/mpi_authentic.py); returns the MpiRun. ``starmap`` runs the
     per-rank work (tareador.workers.rank_pool; default: a process pool)."""
     if starmap is None:
         from tareador.workers import rank_pool
@@ -56,9 +57,9 @@ def postprocess(directory: str | Path, ending: str | None = None, collectives: s
         with rank_pool() as starmap:
             return postprocess(directory, ending, collectives, starmap)
     from tareador.cli.patterns import write_run_patterns
-    from tareador.formats.dimemas_mpi import by_rank, call_records, communicators, write_mpi_authentic
     from tareador.formats.paraver import task_type_values
-    from tareador.formats.mpi_ompss import rank_threads, write_mpi_ompss
+    from tareador.synthesis.mpi_authentic import by_rank, call_records, communicators, write_mpi_authentic
+    from tareador.synthesis.mpi_ompss import rank_threads, write_mpi_ompss
     from tareador.taskgraph.mpi import build_run
 
     d = Path(directory)
@@ -67,7 +68,7 @@ def postprocess(directory: str | Path, ending: str | None = None, collectives: s
     records = by_rank(call_records(result.calls_by_rank, result.matching, collectives), len(result.ranks))
     write_mpi_authentic(d / "authentic.dim", result.ranks, result.calls_by_rank, result.matching,
                         collectives=collectives, records=records)
-    names = [t.name for trace in result.ranks for t in trace.tasks]
+    names = [t.name for trace in result.ranks for t in trace.fragments]
     values = task_type_values(names)
     blocks = starmap(rank_threads, [(r, trace, calls, records[r], values)
                                     for r, (trace, calls) in enumerate(zip(result.ranks, result.calls_by_rank))])

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from tareador.cli.mapping import add_ranks_per_node
+from tareador.errors import UserError
 
 
 def register(subparsers) -> None:
@@ -36,12 +37,9 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from tareador.cli.main import UserError
     from tareador.cli.mapping import with_ranks_per_node
     from tareador.cli.simulate import load_machine_arg, progress_bar
-    from tareador.formats.dimemas import DimError, read_dim
-    from tareador.native import ToolchainError
-    from tareador.replay.machine import MachineError
+    from tareador.formats.dimemas import read_dim
 
     bandwidths, latencies = value_list(args.bandwidth, "--bandwidth"), value_list(args.latency, "--latency")
     sweeping = bandwidths is not None or latencies is not None
@@ -49,13 +47,10 @@ def run(args) -> int:
         raise UserError(f"{'--prv' if args.prv else '--chrome'} writes one replay, a sweep makes many; drop it or "
                         "the sweep")
     machine = with_ranks_per_node(load_machine_arg(args.machine), args.ranks_per_node)
-    try:
-        trace = read_dim(args.trace)
-        if sweeping:
-            return _sweep(args, trace, machine, bandwidths, latencies)
-        result = _replay(args, trace, machine, progress_bar(len(trace.thread_start) - 1, "replaying"))
-    except (DimError, MachineError, ToolchainError) as e:
-        raise UserError(str(e)) from None
+    trace = read_dim(args.trace)
+    if sweeping:
+        return _sweep(args, trace, machine, bandwidths, latencies)
+    result = _replay(args, trace, machine, progress_bar(len(trace.thread_start) - 1, "replaying"))
     if args.json:
         print(json.dumps({"makespan": result.makespan,
                           "tasks": [{"task": t, "end": float(ends.max()), "threads": ends.tolist()}
@@ -67,7 +62,6 @@ def run(args) -> int:
 
 def value_list(text: str | None, option: str) -> list[float] | None:
     """A comma list of positive numbers (a log axis shows them), parsed here so that a bad one is one line."""
-    from tareador.cli.main import UserError
 
     if text is None:
         return None
@@ -87,7 +81,7 @@ def value_list(text: str | None, option: str) -> list[float] | None:
 def _replay(args, trace, machine, progress):
     from tareador.formats.chrome import write_replay_chrome
     from tareador.formats.paraver import write_paraver
-    from tareador.replay.dimemas_engine import replay
+    from tareador.simulation.dimemas_engine import replay
 
     result = replay(trace, machine, record=bool(args.prv or args.chrome), progress=progress)
     if args.prv:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from tareador.cli.mapping import add_ranks_per_node
+from tareador.errors import UserError
 
 
 def register(subparsers) -> None:
@@ -54,8 +55,7 @@ def add_machine_options(p) -> None:
 
 def machine_options(args):
     """(machine, core counts, policy) of ``add_machine_options``' arguments; UserError if unusable."""
-    from tareador.cli.main import UserError
-    from tareador.replay.machine import MAX_COUNT
+    from tareador.simulation.machine import MAX_COUNT
 
     if args.overhead is not None and not 0 <= args.overhead <= MAX_COUNT:
         raise UserError(f"--overhead must be >= 0 and at most {MAX_COUNT} instructions")
@@ -67,8 +67,7 @@ def machine_options(args):
 
 def core_list(text: str) -> list[int | None]:
     """Parsed here rather than by argparse so that a bad count is one line, not a usage message."""
-    from tareador.cli.main import UserError
-    from tareador.replay.machine import MAX_CPUS
+    from tareador.simulation.machine import MAX_CPUS
 
     out = []
     for part in text.split(","):
@@ -103,19 +102,14 @@ def progress_bar(total: int, what: str):
 
 
 def load_machine_arg(path: str | None):
-    from tareador.cli.main import UserError
-    from tareador.replay.machine import Machine, MachineError, load_machine
+    from tareador.simulation.machine import Machine, load_machine
 
-    try:
-        return load_machine(path) if path else Machine()
-    except MachineError as e:
-        raise UserError(str(e)) from None
+    return load_machine(path) if path else Machine()
 
 
 def run(args) -> int:
     from tareador.analyses.speedup import study
     from tareador.cli import simulate_mpi
-    from tareador.cli.main import UserError
     from tareador.taskgraph.dag import load_dag
     from tareador.taskgraph.store import is_run
 
@@ -171,7 +165,7 @@ def _write_outputs(args, out: Path, dag, result, machine) -> dict[str, list[Path
 
     from tareador.formats.chrome import write_chrome
     from tareador.formats.paraver import nanoseconds, schedule_run, write_paraver
-    from tareador.formats.dimemas import write_dim_traces
+    from tareador.synthesis.ompss import write_dim_traces
 
     written: dict[str, list[Path]] = {}
 

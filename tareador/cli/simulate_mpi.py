@@ -7,16 +7,15 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from tareador.errors import UserError
+
 
 def run(args) -> int:
     from tareador.analyses.mpi_speedup import mpi_study
-    from tareador.cli.main import UserError
     from tareador.cli.mapping import with_ranks_per_node
     from tareador.cli.simulate import core_list, load_machine_arg
-    from tareador.formats.dimemas import DimError, read_dim
+    from tareador.formats.dimemas import read_dim
     from tareador.formats.paraver import write_paraver
-    from tareador.native import ToolchainError
-    from tareador.replay.machine import MachineError
     from tareador.taskgraph.mpi import load_run
 
     d = Path(args.trace_dir)
@@ -34,16 +33,13 @@ def run(args) -> int:
     cores = core_list(args.cores) if args.cores is not None else default_cores_per_rank(machine, args.machine)
     out = Path(args.output or d)
     out.mkdir(parents=True, exist_ok=True)
-    try:
-        ompss, authentic = read_dim(d / "ompss.dim"), read_dim(d / "authentic.dim")
-        if ompss.threads and len(ompss.threads) != len(authentic.threads):
-            raise UserError(f"{d}: ompss.dim has {len(ompss.threads)} ranks, authentic.dim {len(authentic.threads)}: "
-                            f"run 'tareador postprocess {d}' again")
-        if args.machine is None:  # the ideal network, one rank per node unless --ranks-per-node says
-            machine = replace(machine, nodes=-(-len(ompss.threads) // (machine.tasks_per_node or 1)))
-        study = mpi_study(ompss, authentic, cores, machine, policy, record=args.prv)
-    except (DimError, MachineError, ToolchainError) as e:
-        raise UserError(str(e)) from None
+    ompss, authentic = read_dim(d / "ompss.dim"), read_dim(d / "authentic.dim")
+    if ompss.threads and len(ompss.threads) != len(authentic.threads):
+        raise UserError(f"{d}: ompss.dim has {len(ompss.threads)} ranks, authentic.dim {len(authentic.threads)}: "
+                        f"run 'tareador postprocess {d}' again")
+    if args.machine is None:  # the ideal network, one rank per node unless --ranks-per-node says
+        machine = replace(machine, nodes=-(-len(ompss.threads) // (machine.tasks_per_node or 1)))
+    study = mpi_study(ompss, authentic, cores, machine, policy, record=args.prv)
     written = []
     if args.prv:
         written += [p for c in study.configurations

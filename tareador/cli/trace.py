@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import sys
 
-from tareador.tracing.toolchain import ToolchainError
+from tareador.errors import UserError
 
 
 def register(subparsers) -> None:
@@ -32,7 +32,6 @@ def register(subparsers) -> None:
 def program_and_output(args, usage: str) -> tuple[list[str], str]:
     """The program's argv (a leading ``--`` is optional) and the output directory, by default
     named after the program; UserError when no program is given."""
-    from tareador.cli.main import UserError
 
     argv = args.program[1:] if args.program[:1] == ["--"] else args.program
     if not argv:
@@ -42,7 +41,6 @@ def program_and_output(args, usage: str) -> tuple[list[str], str]:
 
 def function_names(values: list[str]) -> list[str]:
     """--task-function f,g --task-function h: f, g, h."""
-    from tareador.cli.main import UserError
 
     names = [n.strip() for v in values for n in v.split(",")]
     if any(not n for n in names):
@@ -51,10 +49,8 @@ def function_names(values: list[str]) -> list[str]:
 
 
 def run(args) -> int:
-    from tareador.cli.main import UserError
     from tareador.render.summary import format_summary
-    from tareador.tracing.driver import TracingError
-    from tareador.tracing.run import AnnotationError, trace
+    from tareador.tracing.run import trace
 
     argv, out = program_and_output(args, "tareador trace -o DIR -- ./prog [args]")
     if args.mpi:
@@ -62,13 +58,8 @@ def run(args) -> int:
         # mpirun` does) must not end the tracer of this rank. Caught rather than ignored: an
         # ignored signal would stay ignored in the program the tracer starts.
         signal.signal(signal.SIGUSR1, lambda signum, frame: None)
-    try:
-        result = trace(argv, out, progress=not args.no_progress, mpi=args.mpi,
-                       task_functions=function_names(args.task_function))
-    except (TracingError, ToolchainError) as e:
-        raise UserError(str(e)) from None
-    except AnnotationError as e:
-        raise UserError(f"{e} (partial trace written to {e.path})") from None
+    result = trace(argv, out, progress=not args.no_progress, mpi=args.mpi,
+                   task_functions=function_names(args.task_function))
     status = result.summary.get("exit_status")
     note = None
     if result.summary["partial"]:

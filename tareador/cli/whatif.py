@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from tareador.cli.simulate import add_machine_options, machine_options, progress_bar
+from tareador.errors import UserError
 
 
 def register(subparsers) -> None:
@@ -32,7 +33,6 @@ def register(subparsers) -> None:
 
 
 def factor_list(text: str) -> list[float]:
-    from tareador.cli.main import UserError
 
     out = []
     for part in text.split(","):
@@ -49,7 +49,6 @@ def factor_list(text: str) -> list[float]:
 
 def run(args) -> int:
     from tareador.analyses.whatif import label, type_names, whatif
-    from tareador.cli.main import UserError
     from tareador.taskgraph.dag import load_dag
 
     factors = factor_list(args.factors)

@@ -56,7 +56,7 @@ def drawn_edges(trace: TaskTrace, all_edges: bool, show_main: bool = False) -> l
     if not all_edges:
         kept = nx.transitive_reduction(kept)
     if not show_main:
-        for t in trace.tasks:
+        for t in trace.fragments:
             if t.is_main:
                 kept.add_edges_from((p, s) for p in kept.predecessors(t.id) for s in kept.successors(t.id))
                 kept.remove_node(t.id)
@@ -100,11 +100,11 @@ def instance_graph(trace: TaskTrace, all_edges: bool, show_main: bool = False) -
     """One node per task instance; an instance cut into fragments (it creates tasks) is a box of
     its fragments, so the edges say which part of the parent a child follows or feeds."""
     colours = type_colours(trace)
-    largest = max((t.instructions for t in trace.tasks), default=0)
+    largest = max((t.instructions for t in trace.fragments), default=0)
     dot = graphviz.Digraph("tasks", graph_attr={"rankdir": "TB", "label": "task dependency graph", "labelloc": "t"})
     dot.node("legend", _legend(trace, colours), shape="plaintext")
     fragments: dict[int, list] = defaultdict(list)
-    for t in trace.tasks:
+    for t in trace.fragments:
         if show_main or not t.is_main:
             fragments[t.instance].append(t)
     for instance, parts in fragments.items():
@@ -122,7 +122,7 @@ def instance_graph(trace: TaskTrace, all_edges: bool, show_main: bool = False) -
         if box is None:
             dot.subgraph(graph)
     g = trace.graph
-    by_id = {t.id: t for t in trace.tasks}
+    by_id = {t.id: t for t in trace.fragments}
     for s, d in drawn_edges(trace, all_edges, show_main):
         deps = g.edges[s, d]["deps"] if g.has_edge(s, d) else []
         # main -> the task it creates is an order edge anyway: the loop variables it reads add nothing.
@@ -138,8 +138,8 @@ def type_graph(trace: TaskTrace, show_main: bool = False) -> graphviz.Digraph:
     """One node per task type: what still reads when there are thousands of instances. Edges
     inside one instance (between its own fragments) are not between types and are left out."""
     colours = type_colours(trace)
-    kind = {t.id: (PROGRAM if t.is_main else t.name) for t in trace.tasks}
-    instance = {t.id: t.instance for t in trace.tasks}
+    kind = {t.id: (PROGRAM if t.is_main else t.name) for t in trace.fragments}
+    instance = {t.id: t.instance for t in trace.fragments}
     edges: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     pairs = set()
     for d in trace.deps:
@@ -175,7 +175,7 @@ def write_graph(trace: TaskTrace, out_dir: str | Path, *, all_edges: bool = Fals
                 report=None) -> dict[str, Path]:
     """Writes the DOT and lays it out in each other format; ``report(message)`` hears about long
     layouts and about layouts not attempted because Graphviz would take too long."""
-    drawn = sum(1 for t in trace.tasks if show_main or not t.is_main)
+    drawn = sum(1 for t in trace.fragments if show_main or not t.is_main)
     collapsed = collapse == "always" or (collapse == "auto" and drawn > max_nodes)
     nodes = len(trace.task_types) + show_main if collapsed else drawn
     too_big = nodes > LAYOUT_LIMIT

@@ -21,7 +21,7 @@ from tareador.analyses.speedup import Study, parallelism_profile
 from tareador.analyses.whatif import WhatIf
 from tareador.files import output_file, printable
 from tareador.render.summary import machine_name, time_unit
-from tareador.replay.list_scheduler import Schedule
+from tareador.simulation.list_scheduler import Schedule
 
 GANTT_LIMIT = 100_000  # beyond this many bars a Gantt chart is unreadable and slow to draw
 GANTT_CORES = 256  # rows: the image grows with them, idle cores too

@@ -46,7 +46,7 @@ def work_by_type(trace: TaskTrace, main_apart: bool = False) -> list[tuple[str, 
     keys main's code as "main (program)", apart from a task that happens to be named main."""
     count: dict[str, int] = defaultdict(int)
     work: dict[str, int] = defaultdict(int)
-    for t in trace.tasks:
+    for t in trace.fragments:
         name = PROGRAM if main_apart and t.is_main else t.name
         count[name] += t.is_main or t.starts_instance
         work[name] += t.instructions
@@ -55,8 +55,8 @@ def work_by_type(trace: TaskTrace, main_apart: bool = False) -> list[tuple[str, 
 
 def format_summary(trace: TaskTrace, outputs: dict[str, str | Path] | None = None, top: int = 10) -> str:
     s = trace.summary
-    main = sum(1 for t in trace.tasks if t.is_main)
-    split = len(trace.tasks) - main - trace.instances
+    main = sum(1 for t in trace.fragments if t.is_main)
+    split = len(trace.fragments) - main - trace.instances
     lines = [
         f"{'task instances':<{LABEL}}{trace.instances} of {plural(len(trace.task_types), 'task type')} "
         f"(+ {plural(main, 'fragment')} of main" + (f", + {split} where tasks create tasks)" if split else ")"),

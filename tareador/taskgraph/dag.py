@@ -46,7 +46,7 @@ class Dag:
 
 
 def dag_from_trace(trace: TaskTrace) -> Dag:
-    tasks, deps = trace.tasks, trace.deps
+    tasks, deps = trace.fragments, trace.deps
 
     def column(rows, attr: str, kind=np.int64) -> np.ndarray:
         return np.fromiter((getattr(r, attr) for r in rows), kind, len(rows))

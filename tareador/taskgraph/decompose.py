@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tareador.taskgraph.model import Dependency, TaskInstance, TaskTrace
+from tareador.taskgraph.model import Dependency, Fragment, TaskTrace
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Recording:
 
 
 def recording(finest: TaskTrace) -> Recording:
-    rows, deps = finest.tasks, finest.deps
+    rows, deps = finest.fragments, finest.deps
     n, m = len(rows), len(deps)
     if not np.array_equal(np.fromiter((t.id for t in rows), np.int64, n), np.arange(n)):
         raise ValueError("the trace's fragment ids are not 0, 1, ... in order: it cannot be merged")
@@ -60,7 +60,7 @@ def recording(finest: TaskTrace) -> Recording:
 def merge(finest: TaskTrace | Recording, tasks: set[str] | frozenset[str]) -> TaskTrace:
     """The decomposition of the run in which only the instances named in ``tasks`` are tasks."""
     r = finest if isinstance(finest, Recording) else recording(finest)
-    rows = r.trace.tasks
+    rows = r.trace.fragments
     n = len(rows)
     ids = np.arange(n)
     is_main = r.parent < 0
@@ -83,7 +83,7 @@ def merge(finest: TaskTrace | Recording, tasks: set[str] | frozenset[str]) -> Ta
     merged_instance = merged[heads]
     merged_parent = np.where(is_main[heads], -1, merged[np.where(is_main[heads], 0, r.parent[heads])])
     work = np.add.reduceat(r.instructions, firsts) if n else r.instructions
-    fragments = [TaskInstance(id=k, name=r.names[h], instance=i, parent=p, start=rows[f].start, end=rows[last].end,
+    fragments = [Fragment(id=k, name=r.names[h], instance=i, parent=p, start=rows[f].start, end=rows[last].end,
                               instructions=w)
                  for k, (h, i, p, f, last, w) in enumerate(zip(heads.tolist(), merged_instance.tolist(),
                                                               merged_parent.tolist(), firsts.tolist(),
@@ -109,10 +109,10 @@ def _merged_deps(r: Recording, merged: np.ndarray) -> list[Dependency]:
 def task_tree(finest: TaskTrace) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
     """(the types main creates directly, {type: the types its instances create directly}) of the
     finest decomposition: the tree of potential tasks the search walks down."""
-    by_id = {t.id: t for t in finest.tasks}
+    by_id = {t.id: t for t in finest.fragments}
     top: set[str] = set()
     children: dict[str, set[str]] = {}
-    for t in finest.tasks:
+    for t in finest.fragments:
         if not t.starts_instance or t.is_main:
             continue
         creator = by_id[t.parent]

@@ -6,10 +6,10 @@ from collections.abc import Iterable
 
 import networkx as nx
 
-from tareador.taskgraph.model import RAW, Dependency, TaskInstance
+from tareador.taskgraph.model import RAW, Dependency, Fragment
 
 
-def schedule_edges(tasks: list[TaskInstance], deps: Iterable[Dependency]) -> set[tuple[int, int]]:
+def schedule_edges(tasks: list[Fragment], deps: Iterable[Dependency]) -> set[tuple[int, int]]:
     """Every precedence constraint of the potential task-parallel run (see model.py)."""
     ids = {t.id for t in tasks}
     edges = {(d.src, d.dst) for d in deps if d.kind == RAW and d.src != d.dst}
@@ -23,7 +23,7 @@ def schedule_edges(tasks: list[TaskInstance], deps: Iterable[Dependency]) -> set
     return edges
 
 
-def critical_path_length(tasks: list[TaskInstance], deps: Iterable[Dependency]) -> int:
+def critical_path_length(tasks: list[Fragment], deps: Iterable[Dependency]) -> int:
     """Longest instruction-weighted path through the schedule constraints.
 
     A Kahn sort rather than id order: id order is topological for every trace tareador writes,
@@ -52,7 +52,7 @@ def critical_path_length(tasks: list[TaskInstance], deps: Iterable[Dependency]) 
     return max(finish)
 
 
-def build_graph(tasks: list[TaskInstance], deps: Iterable[Dependency]) -> nx.DiGraph:
+def build_graph(tasks: list[Fragment], deps: Iterable[Dependency]) -> nx.DiGraph:
     deps = list(deps)
     g = nx.DiGraph()
     for t in tasks:

@@ -29,8 +29,9 @@ DEPENDENCY_KINDS = (RAW, WAR, WAW)
 
 
 @dataclass(frozen=True)
-class TaskInstance:
-    """One fragment of a task instance (the whole instance when it creates no tasks)."""
+class Fragment:
+    """One fragment of a task instance (the whole instance when it creates no tasks): a row of
+    tasks.csv. "Instance" always means the whole task instance, which ``instance`` names."""
 
     id: int  # creation order: the order fragments started in the sequential run
     name: str  # task type; ``main`` for the program's own code
@@ -111,7 +112,7 @@ class MpiCall:
     posted: int  # instruction counter at the call (time inside MPI is not counted)
     completed: int  # ... when the operation completed: at the Wait/Test for a non-blocking one
     request: str  # the request number a non-blocking call started; those a Wait/Test completed, ';'-joined
-    task: int  # the fragment (TaskInstance.id) that made the call, -1 outside the analysed region
+    task: int  # the fragment (Fragment.id) that made the call, -1 outside the analysed region
 
     @property
     def operation(self) -> str:
@@ -151,9 +152,9 @@ class Communicator:
 
 @dataclass
 class TaskTrace:
-    """A loaded trace directory: what ``tareador.load(dir)`` returns; ``tasks`` are fragments."""
+    """A loaded trace directory: what ``tareador.load(dir)`` returns (``fragments``: tasks.csv's rows)."""
 
-    tasks: list[TaskInstance]
+    fragments: list[Fragment]
     deps: list[Dependency]
     objects: list[DataObject]
     summary: dict = field(default_factory=dict)
@@ -168,26 +169,26 @@ class TaskTrace:
         """
         from tareador.taskgraph.metrics import build_graph
 
-        return build_graph(self.tasks, self.deps)
+        return build_graph(self.fragments, self.deps)
 
     @property
     def task_types(self) -> list[str]:
-        return sorted({t.name for t in self.tasks if not t.is_main})
+        return sorted({t.name for t in self.fragments if not t.is_main})
 
     @property
     def instances(self) -> int:
         """Task instances, each counted once however many fragments it has."""
-        return sum(1 for t in self.tasks if t.starts_instance and not t.is_main)
+        return sum(1 for t in self.fragments if t.starts_instance and not t.is_main)
 
     @property
     def t1(self) -> int:
-        return sum(t.instructions for t in self.tasks)
+        return sum(t.instructions for t in self.fragments)
 
     @cached_property
     def tinf(self) -> int:
         from tareador.taskgraph.metrics import critical_path_length
 
-        return critical_path_length(self.tasks, self.deps)
+        return critical_path_length(self.fragments, self.deps)
 
     @property
     def parallelism(self) -> float:

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from tareador.errors import TraceDirError
 from tareador.files import write_text
 from tareador.taskgraph.model import IMMEDIATE_RECEIVES, IMMEDIATE_SENDS, Communicator, MpiCall, TaskTrace
-from tareador.taskgraph.store import TraceDirError, load_trace, read_summary, read_table, remove_owned, write_table
+from tareador.taskgraph.store import load_trace, read_summary, read_table, remove_owned, write_table
 
 RANK_DIR = re.compile(r"rank-(\d+)")
 
@@ -130,7 +131,7 @@ def blocked_in(calls: Sequence[MpiCall], trace: TaskTrace, waiting: set[int]) ->
     if not calls or calls[-1].nonblocking:
         return None
     last = calls[-1]
-    end = max((t.end for t in trace.tasks), default=0)
+    end = max((t.end for t in trace.fragments), default=0)
     return last if last.seq in waiting or last.completed < 0 or last.posted >= end else None
 
 
@@ -218,7 +219,7 @@ def _check_comms(path: Path, comms: list[Communicator], rank: int, size: int) ->
 
 
 def _check_calls(path: Path, calls: list[MpiCall], rank: int, size: int, trace: TaskTrace, comms: set[int]) -> None:
-    fragments = {t.id: t for t in trace.tasks}
+    fragments = {t.id: t for t in trace.fragments}
     requests: dict[int, int] = {}  # request number -> line of the call that started it
     done: set[int] = set()
     for line, (c, side) in enumerate(zip(calls, sides(calls)), start=2):

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tareador.errors import TraceDirError
 from tareador.files import output_file
-from tareador.taskgraph.store import TraceDirError
 
 RANK_FILE = "patterns.npz"
 UNREAD = np.iinfo(np.uint64).max

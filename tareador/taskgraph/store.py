@@ -12,11 +12,21 @@ from dataclasses import fields
 from operator import attrgetter
 from pathlib import Path
 
+from tareador.errors import TraceDirError
 from tareador.files import output_file, write_text
-from tareador.taskgraph.model import (DEPENDENCY_KINDS, Access, Communicator, DataObject, Dependency, MpiCall,
-                                      TaskCall, TaskInstance, TaskTrace)
+from tareador.taskgraph.model import (
+    DEPENDENCY_KINDS,
+    Access,
+    Communicator,
+    DataObject,
+    Dependency,
+    MpiCall,
+    TaskCall,
+    Fragment,
+    TaskTrace,
+)
 
-TABLES = {"tasks.csv": TaskInstance, "deps.csv": Dependency, "objects.csv": DataObject}
+TABLES = {"tasks.csv": Fragment, "deps.csv": Dependency, "objects.csv": DataObject}
 # What tareador writes into a trace directory (trace, graph, simulate, whatif, explore): a new trace removes
 # them all first, so no graph or timeline of an earlier run is left beside it.
 OWNED = ("tasks.csv", "deps.csv", "objects.csv", "summary.json", "graph.dot", "graph.svg", "graph.png",
@@ -25,10 +35,6 @@ OWNED = ("tasks.csv", "deps.csv", "objects.csv", "summary.json", "graph.dot", "g
          "authentic.pcf", "whatif-*.png", "whatif.csv", "explore.csv", "explore.png", "mpi.csv", "comms.csv",
          "messages.csv", "patterns.npz", "patterns.csv", "patterns-*.png", "overlap-*.dim", "overlap.csv",
          "overlap.png", "accesses.csv", "calls.csv")
-
-
-class TraceDirError(Exception):
-    """A trace directory that is missing, incomplete or corrupt."""
 
 
 def write_table(path: Path, cls, rows) -> None:
@@ -75,7 +81,7 @@ def _first_undecodable_line(path: Path) -> int:
     return 0
 
 
-def _check(d: Path, tasks: list[TaskInstance], deps: list[Dependency]) -> None:
+def _check(d: Path, tasks: list[Fragment], deps: list[Dependency]) -> None:
     """What every later stage relies on, named by file and line (rows start at line 2)."""
     ids = {}
     table = d / "tasks.csv"  # once: a path per row was half of loading a large trace
@@ -117,7 +123,7 @@ def save(trace: TaskTrace, directory: str | Path) -> Path:
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     remove_owned(d)
-    write_table(d / "tasks.csv", TaskInstance, trace.tasks)
+    write_table(d / "tasks.csv", Fragment, trace.fragments)
     write_table(d / "deps.csv", Dependency, trace.deps)
     write_table(d / "objects.csv", DataObject, trace.objects)
     write_text(d / "summary.json", json.dumps(trace.summary, indent=2, sort_keys=True) + "\n")

@@ -15,7 +15,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from tareador.taskgraph.model import (DEPENDENCY_KINDS, Access, Communicator, DataObject, Dependency, MpiCall,
-                                      TaskCall, TaskInstance)
+                                      TaskCall, Fragment)
 
 TASK_ROW = np.dtype([("name", "<u4"), ("parent", "<u4"), ("instance", "<u4"), ("pad", "<u4"), ("start", "<u8"),
                      ("end", "<u8"), ("instructions", "<u8")])
@@ -126,9 +126,9 @@ def object_names(meta: dict, objects: np.ndarray) -> list[DataObject]:
     return result
 
 
-def task_rows(meta: dict, tasks: np.ndarray) -> list[TaskInstance]:
+def task_rows(meta: dict, tasks: np.ndarray) -> list[Fragment]:
     names = meta["names"]
-    return [TaskInstance(i, names[t["name"]] if t["name"] < len(names) else "?", int(t["instance"]),
+    return [Fragment(i, names[t["name"]] if t["name"] < len(names) else "?", int(t["instance"]),
                          -1 if t["parent"] == NO_PARENT else int(t["parent"]),
                          int(t["start"]), int(t["end"]), int(t["instructions"]))
             for i, t in enumerate(tasks)]

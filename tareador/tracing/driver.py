@@ -17,6 +17,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 
+from tareador.errors import TracingError
 from tareador.stopping import stop_signals
 from tareador.tracing import toolchain
 
@@ -57,10 +58,6 @@ def _import_frida():
 GLIBC_TUNABLES = "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD"
 
 frida = _import_frida()
-
-
-class TracingError(Exception):
-    """The program cannot be traced (missing, not executable, agent failure)."""
 
 
 @dataclass

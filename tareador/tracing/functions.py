@@ -18,6 +18,8 @@ import struct
 import subprocess
 from dataclasses import dataclass
 
+from tareador.errors import FunctionError
+
 SHT_SYMTAB, SHT_DYNSYM, PT_LOAD, STT_FUNC, SHN_UNDEF = 2, 11, 1, 2, 0
 PAGE = 4096
 # A clone that stands for the whole function (an argument folded or split, a constant propagated).
@@ -26,10 +28,6 @@ RESERVED = ("main", "_start")
 # What the C runtime links into every executable: never the program's candidates.
 RUNTIME = {"_init", "_fini", "_start", "_dl_relocate_static_pie", "deregister_tm_clones", "register_tm_clones",
            "frame_dummy", "main"}
-
-
-class FunctionError(Exception):
-    """A --task-function name that cannot be taken as a task (unknown, inlined, reserved)."""
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,13 @@ from collections import Counter
 from pathlib import Path
 
 from tareador import __version__
+from tareador.errors import AnnotationError, FunctionError, TracingError
 from tareador.taskgraph.model import TaskTrace
 from tareador.taskgraph.patterns import save_rank_patterns
 from tareador.taskgraph.store import save, save_accesses, save_mpi
 from tareador.tracing import decode, mpi_launch
-from tareador.tracing.driver import TracingError, check_program, run_agent
-from tareador.tracing.functions import FunctionError, TaskFunction, program_functions, resolve
+from tareador.tracing.driver import check_program, run_agent
+from tareador.tracing.functions import TaskFunction, program_functions, resolve
 
 ANNOTATION_ERRORS = {
     1: "tareador_end_task(\"{name}\") without a matching tareador_start_task",
@@ -30,14 +31,6 @@ ANNOTATION_ERRORS = {
     3: "task \"{name}\" was still open at tareador_OFF() or at the end of the program",
     4: "tasks nested deeper than 1024 levels (at \"{name}\")",
 }
-
-
-class AnnotationError(Exception):
-    """The program's start/end markers are unbalanced or mismatched; ``path`` is the trace written."""
-
-    def __init__(self, problem: str, path: str):
-        super().__init__(problem)
-        self.path = path
 
 
 OPEN_AT_END = 3

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tareador.native import ToolchainError, build, compiler, data_root, install
+from tareador.errors import ToolchainError
+from tareador.native import build, compiler, data_root, install
 
 
 def source_root() -> Path:

@@ -45,8 +45,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tareador.formats.dimemas import GLOP_REDUCE, GLOP_SYNC, DimError, DimTrace
-from tareador.replay.machine import MB, Machine, MachineError
+from tareador.errors import DimError, MachineError
+from tareador.formats.dimemas import GLOP_REDUCE, GLOP_SYNC, DimTrace
+from tareador.simulation.machine import MB, Machine
 
 NS = 1e9
 CONSTANT, LINEAR, LOGARITHMIC = 1, 2, 3  # .cfg "environment information" field 7

@@ -21,7 +21,7 @@ record of a Reduce (what Dimemas reads there), else 0. Dimemas times these sizes
 larger ones are written as 2^31 - 1. prv2dim writes MPI_Reduce in its
 root-synchronised form (3); the blocking form is written here, which replay models.
 ``collectives="p2p"`` writes each collective as the point-to-point messages of a named algorithm
-instead (formats/collectives.py), on a communicator of their own: c + the number of
+instead (synthesis/collectives.py), on a communicator of their own: c + the number of
 communicators, as MPI keeps them apart, with the collective's index on its communicator as tag.
 
 Sends and receives that matched nothing (tareador.taskgraph.matching) and incomplete
@@ -38,19 +38,27 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from tareador.formats import collectives, mpi_events
-from tareador.formats.dimemas import (GLOBAL_OP, GLOBAL_OPS, GLOP_SYNC, INT_MAX, RECV, SEND, SYNC_IMMEDIATE,
-                                      SYNC_RENDEZVOUS, write_dim, write_task_labels)
+from tareador.formats import mpi_events
+from tareador.formats.dimemas import (
+    GLOBAL_OP,
+    GLOBAL_OPS,
+    GLOP_SYNC,
+    INT_MAX,
+    RECV,
+    SEND,
+    SYNC_IMMEDIATE,
+    SYNC_RENDEZVOUS,
+    write_dim,
+    write_task_labels,
+)
 from tareador.formats.paraver import TASK_EVENT, task_type_values
+from tareador.synthesis import collectives
 from tareador.taskgraph import mpi
 from tareador.taskgraph.matching import Matching
-from tareador.taskgraph.model import IMMEDIATE_RECEIVES, MpiCall, TaskInstance, TaskTrace
+from tareador.taskgraph.model import IMMEDIATE_RECEIVES, MpiCall, Fragment, TaskTrace
 
 IRECV, WAIT = 1, 2  # receive types
 COLLECTIVE_FORMS = ("dimemas", "p2p")  # global operations, or point-to-point messages
-# The communicator of the dependencies between a rank's threads in ompss.dim (formats/mpi_ompss.py):
-# the largest a .dim holds, far above the run's own (0.., then their collectives' traffic).
-DEPENDENCY_COMM = (1 << 31) - 1
 
 
 def write_mpi_authentic(path: str | Path, traces: Sequence[TaskTrace], calls_by_rank: Sequence[Sequence[MpiCall]],
@@ -59,11 +67,11 @@ def write_mpi_authentic(path: str | Path, traces: Sequence[TaskTrace], calls_by_
     """authentic.dim and its .pcf (task type names) for a run's ranks; ``collectives`` is one of
     COLLECTIVE_FORMS. ``records``: the calls' ``by_rank(call_records(...))`` when the caller has
     them already (postprocess writes ompss.dim from the same), else made here."""
-    names = [t.name for trace in traces for t in trace.tasks]
+    names = [t.name for trace in traces for t in trace.fragments]
     values = task_type_values(names)
     if records is None:
         records = by_rank(call_records(calls_by_rank, matching, collectives), len(traces))
-    blocks = (thread_block(rank, 0, f"1:{rank}:0:0.000000000\n", trace.tasks, calls_by_rank[rank], records[rank],
+    blocks = (thread_block(rank, 0, f"1:{rank}:0:0.000000000\n", trace.fragments, calls_by_rank[rank], records[rank],
                            values, instructions_per_second)
               for rank, trace in enumerate(traces))
     return [write_dim(path, "authentic", [1] * len(traces), blocks, communicators(matching, collectives)),
@@ -117,7 +125,7 @@ def call_records(calls_by_rank: Sequence[Sequence[MpiCall]], matching: Matching,
 def row_records(calls_by_rank: Sequence[Sequence[MpiCall]], matching: Matching,
                 collectives: str = "dimemas") -> dict[tuple[int, int], str]:
     """(rank, seq) -> the bare Dimemas records of each row of mpi.csv (a send-receive's two rows
-    apart, no MPI events): what the overlapped traces (formats/overlap.py) take apart message by
+    apart, no MPI events): what the overlapped traces (synthesis/overlap.py) take apart message by
     message before ``call_records`` frames them per call."""
     return _point_to_point(calls_by_rank, matching) | _collectives(matching, collectives)
 
@@ -232,7 +240,7 @@ def _collective_messages(matching: Matching) -> dict[tuple[int, int], str]:
     return records
 
 
-def thread_block(rank: int, thread: int, head: str, fragments: Sequence[TaskInstance], calls: Sequence[MpiCall],
+def thread_block(rank: int, thread: int, head: str, fragments: Sequence[Fragment], calls: Sequence[MpiCall],
                  texts: dict[int, str], values: dict[str, int], instructions_per_second: float,
                  clock: Callable[[int], int] | None = None, around: dict[tuple[str, int], tuple[str, str]] | None = None
                  ) -> str:
@@ -257,13 +265,13 @@ def thread_block(rank: int, thread: int, head: str, fragments: Sequence[TaskInst
             cursor = now
         out.append(text)
 
-    def begin(f: TaskInstance) -> None:
+    def begin(f: Fragment) -> None:
         at(f.start, f"20:{rank}:{thread}:{TASK_EVENT}:{values[f.name]}\n" + around.get(("f", f.id), ("", ""))[0])
 
-    def end(f: TaskInstance) -> None:
+    def end(f: Fragment) -> None:
         at(f.end, f"20:{rank}:{thread}:{TASK_EVENT}:0\n" + around.get(("f", f.id), ("", ""))[1])
 
-    def comes_before(f: TaskInstance, c: MpiCall) -> bool:
+    def comes_before(f: Fragment, c: MpiCall) -> bool:
         """Fragments run one after the other; a call outside all of them falls between two."""
         if c.task >= 0:
             return f.id <= c.task

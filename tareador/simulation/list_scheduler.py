@@ -3,7 +3,7 @@ cores (or unboundedly many), in exact integer instructions.
 
 A task starts the instant a core and its inputs are free, with no dispatch or communication
 cost: the model of a task runtime's potential, not of a machine. The Dimemas model of
-``tareador replay`` (scheduling points, latencies, links) is replay/dimemas_engine.py. The trace
+``tareador replay`` (scheduling points, latencies, links) is simulation/dimemas_engine.py. The trace
 becomes flat arrays once (taskgraph/dag.py); each simulation is then one event loop over ints
 and heapq, so millions of instances simulate in seconds.
 """

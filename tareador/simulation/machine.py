@@ -15,6 +15,8 @@ import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from tareador.errors import MachineError
+
 POLICIES = ("fifo", "cp", "rr")
 # Dimemas scheduler names -> ours; SS_MPI_CP is the critical-path policy Tareador uses.
 DIMEMAS_POLICIES = {"FIFO": "fifo", "SS_MPI_CP": "cp", "RR": "rr"}
@@ -24,10 +26,6 @@ MB = float(1 << 20)
 # as many CPUs as can be busy at once.
 MAX_CPUS = 1 << 20
 MAX_COUNT = (1 << 31) - 1  # whole numbers (links, buses, instructions of overhead): ample, and exact in C
-
-
-class MachineError(Exception):
-    """A machine file that cannot be used; the message names the file and the problem."""
 
 
 @dataclass(frozen=True)

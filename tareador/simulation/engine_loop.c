@@ -1,5 +1,5 @@
 /*
- * The event loop of tareador replay (tareador/replay/dimemas_engine.py), in C because it visits every
+ * The event loop of tareador replay (tareador/simulation/dimemas_engine.py), in C because it visits every
  * action of traces with millions of threads. It follows the control flow of Dimemas 5.5.0
  * (Simulator/sched/schedule.c SCHEDULER_general, SCH_fifo.c, SCH_ss_mpi_cp.c, SCH_rr.c,
  * model/communic.c, model/links.c) step for step, because the order in which same-time steps
@@ -94,7 +94,7 @@ struct plan {
     double *thread_end;
     double *reach, *lsend, *psend, *lrecv, *precv;
     int64_t *sthread, *scpu, *rthread, *rcpu, *reach_cpu;
-    int64_t nops;              /* global operations (replay/global_ops.py) */
+    int64_t nops;              /* global operations (simulation/global_ops.py) */
     int64_t gop_pool;          /* the inter-node bus pool every operation takes whole, -1: unlimited */
     int64_t group_communication; /* Paraver state of a member in a global operation */
     const int32_t *gop_op;     /* per global-operation record: its operation */

@@ -40,9 +40,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tareador.formats import collectives
 from tareador.formats.dimemas import SYNC_IMMEDIATE, write_dim
-from tareador.formats.dimemas_mpi import IRECV, WAIT, receive_record, row_records, send_record
+from tareador.synthesis import collectives
+from tareador.synthesis.mpi_authentic import IRECV, WAIT, receive_record, row_records, send_record
 from tareador.taskgraph import mpi
 from tareador.taskgraph.patterns import RankPatterns, TransferPattern
 
@@ -181,7 +181,7 @@ def write_overlap_trace(path: str | Path, run, ranks: Sequence[RankPatterns], tr
     for (rank, seq), text in records.items():
         if text:
             events[rank].append((calls_by_rank[rank][seq].posted, seq, 0, text))
-    ends = [max((f.end for f in trace.tasks), default=0) for trace in run.ranks]
+    ends = [max((f.end for f in trace.fragments), default=0) for trace in run.ranks]
     blocks = (_rank_timeline(rank, events[rank], ends[rank], instructions_per_second)
               for rank in range(len(calls_by_rank)))
     return write_dim(path, f"overlap-{kind}", [1] * len(calls_by_rank), blocks)

@@ -16,7 +16,7 @@ What the model does (read in the source of Dimemas 5.5.0 and checked against its
   DEPENDENCY_COMM) take no time and no link or bus, as in the thesis' extended Dimemas;
 - a global operation (record 10) blocks its members until the last arrives, takes every
   inter-node bus where they are limited, lasts Dimemas' fan-in/fan-out time of its root's
-  bytes, then its members queue for a CPU (replay/global_ops.py has the model);
+  bytes, then its members queue for a CPU (simulation/global_ops.py has the model);
 - ready threads queue FIFO; ``cp`` (Dimemas SS_MPI_CP) orders them by the priority events 6999
   (higher value first, never-set first in LIFO order); ``rr`` slices bursts by the quantum;
 - the scheduling points are Dimemas': every burst (empty ones too) is one, a thread that sends
@@ -40,17 +40,38 @@ from pathlib import Path
 
 import numpy as np
 
+from tareador.errors import DimError, MachineError
 from tareador.formats import mpi_events
-from tareador.formats.dimemas import (BURST, EVENT, GLOBAL_OP, RECV, SEND, SYNC_IMMEDIATE, SYNC_RENDEZVOUS, DimError,
-                                      DimTrace)
-from tareador.formats.dimemas_mpi import DEPENDENCY_COMM
-from tareador.formats.paraver import (CONTEXT_SWITCH, GROUP_COMMUNICATION, PRIORITY_EVENT, RUNNING, STARTUP_LATENCY,
-                                      TASK_EVENT, WAITING_CPU, WAITING_MESSAGE, ParaverRun, nanoseconds,
-                                      pcf_value_labels, task_event_labels, thread_labels)
+from tareador.formats.dimemas import (
+    BURST,
+    DEPENDENCY_COMM,
+    EVENT,
+    GLOBAL_OP,
+    RECV,
+    SEND,
+    SYNC_IMMEDIATE,
+    SYNC_RENDEZVOUS,
+    DimTrace,
+)
+from tareador.formats.paraver import (
+    CONTEXT_SWITCH,
+    GROUP_COMMUNICATION,
+    PRIORITY_EVENT,
+    RUNNING,
+    STARTUP_LATENCY,
+    TASK_EVENT,
+    WAITING_CPU,
+    WAITING_MESSAGE,
+    ParaverRun,
+    nanoseconds,
+    pcf_value_labels,
+    task_event_labels,
+    thread_labels,
+)
 from tareador.native import build, compiler
+from tareador.simulation.global_ops import plan_global_ops
+from tareador.simulation.machine import MB, Machine
 from tareador.taskgraph.dag import sorted_unique
-from tareador.replay.global_ops import plan_global_ops
-from tareador.replay.machine import MB, Machine, MachineError
 
 A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT, A_GLOBAL = range(7)  # enum action in engine_loop.c
 POLICIES = {"fifo": 0, "cp": 1, "rr": 2}  # enum policy in engine_loop.c
@@ -104,7 +125,7 @@ class _Plan:
     network: dict[str, np.ndarray] | None  # engine_network.h's struct network_plan arrays; None: all unlimited
     gop_op: np.ndarray  # per global-operation record (an A_GLOBAL action's value), its operation
     gop_root: np.ndarray  # it claims the root
-    gop_time: np.ndarray  # ns its operation takes when it is the root (replay/global_ops.py)
+    gop_time: np.ndarray  # ns its operation takes when it is the root (simulation/global_ops.py)
     gop_startup: np.ndarray  # ns of that time that are latencies (only the Paraver states show them)
     op_size: np.ndarray  # per global operation, its members
 
@@ -215,7 +236,7 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
     bandwidth = np.where(same_node, machine.intra_bandwidth, machine.inter_bandwidth)
     ns_per_byte = np.divide(NS / MB, bandwidth, out=np.zeros(len(sends)), where=bandwidth > 0)
     # Dependencies between the threads of a rank in an MPI run's ompss.dim take no time, as in the
-    # thesis' extension of Dimemas (formats/mpi_ompss.py); the network is the MPI messages'.
+    # thesis' extension of Dimemas (synthesis/mpi_ompss.py); the network is the MPI messages'.
     dependency = trace.comm[sends] == DEPENDENCY_COMM
     latency[dependency] = 0.0
     ns_per_byte[dependency] = 0.0

@@ -31,7 +31,7 @@ The model, per rank (one Dimemas task per rank, as in authentic.dim):
   ``DEPENDENCY_COMM``, which no MPI record uses (the run's communicators are numbered from 0, and
   collectives written as messages use the next numbers), so that a dependency can never match an
   MPI receive (Dimemas matches a receive from any thread of a task on tag and communicator; the
-  bundled engine's keys already tell thread-aware messages apart, replay/dimemas_engine.py ``plan``).
+  bundled engine's keys already tell thread-aware messages apart, simulation/dimemas_engine.py ``plan``).
   The replay engine takes them as instantaneous, as the thesis' extended Dimemas did ("a task
   synchronization as an intra-node instantaneous MPI transfer"): the machine's network is the
   MPI messages'; Dimemas 5.5.0 itself would charge them the intra-node latency.
@@ -61,9 +61,10 @@ from pathlib import Path
 
 import numpy as np
 
-from tareador.formats.dimemas import csr, dependency_records, task_thread, thread_start, write_dim
-from tareador.formats.dimemas_mpi import DEPENDENCY_COMM, on_thread, thread_block, write_labels
-from tareador.taskgraph.dag import Dag, bottom_levels, dag_from_trace, sorted_unique
+from tareador.formats.dimemas import DEPENDENCY_COMM, write_dim
+from tareador.synthesis.mpi_authentic import on_thread, thread_block, write_labels
+from tareador.synthesis.ompss import dependency_records, task_thread, thread_start
+from tareador.taskgraph.dag import Dag, bottom_levels, csr, dag_from_trace, sorted_unique
 from tareador.taskgraph.model import MpiCall, TaskTrace
 
 
@@ -90,7 +91,7 @@ def rank_threads(rank: int, trace: TaskTrace, calls: Sequence[MpiCall], texts: d
 
 def _threads(rank: int, trace: TaskTrace, dag: Dag, calls: list[MpiCall], texts: dict[int, str],
              values: dict[str, int], ips: float) -> list[str]:
-    tasks, n, main = trace.tasks, dag.n, dag.is_main.tolist()
+    tasks, n, main = trace.fragments, dag.n, dag.is_main.tolist()
     thread = (np.cumsum(~dag.is_main) * ~dag.is_main).tolist()  # 0 for main's fragments, 1.. for task fragments
     index = {t.id: i for i, t in enumerate(tasks)}
     order = _mpi_order(calls, index, main, set((dag.src * n + dag.dst).tolist()), n)
@@ -195,7 +196,7 @@ def _priorities(dag: Dag, order: _Order, src: np.ndarray, dst: np.ndarray, calls
 def _own_clock(trace: TaskTrace, main: list[bool]):
     """Thread 0's time at a counter: the counter minus the task fragments that ended by then
     (fragments are disjoint intervals of the counter, and thread 0 never stands inside one)."""
-    tasks = [t for t, is_main in zip(trace.tasks, main) if not is_main]
+    tasks = [t for t, is_main in zip(trace.fragments, main) if not is_main]
     ends = np.array(sorted(t.end for t in tasks), np.int64)
     ran = np.concatenate([[0], np.cumsum([t.end - t.start for t in sorted(tasks, key=lambda t: t.end)])]).tolist()
     return lambda counter: counter - ran[int(np.searchsorted(ends, counter, side="right"))]

@@ -1,1 +1,0 @@
-"""Simulating traces on a configurable machine (the bundled replay engine)."""
