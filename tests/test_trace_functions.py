@@ -136,6 +136,21 @@ def test_cholesky_kernels_as_task_functions(compile_c, tmp_path, opt):
     assert [x.name for x in marked.fragments if x.starts_instance and not x.is_main] == names
 
 
+def test_calls_the_markers_wrap_are_counted_twice_and_said(compile_c, tmp_path):
+    """The shipped Cholesky marks each kernel call; naming gemm and potrf as task functions too
+    makes each of their calls a second task inside the marked one (4x4 tiles: 4 of each), and
+    the summary says so per function; trsm's calls, not named, are tasks once."""
+    exe = compile_c(EXAMPLES / "cholesky" / "cholesky.c")
+    t = trace([str(exe), "4", "8"], tmp_path / "twice.tareador", progress=False, task_functions=["gemm", "potrf"])
+    assert Counter(instance_tree(t)) == {("potrf", "main"): 4, ("potrf", "potrf"): 4, ("trsm", "main"): 6,
+                                         ("gemm", "main"): 4, ("gemm", "gemm"): 4, ("syrk", "main"): 6}
+    for name in ("gemm", "potrf"):
+        assert (f"{name}: 4 of its calls are the first call of a task the markers make (right after "
+                "tareador_start_task), and made a second task inside it; trace without --task-function "
+                f"{name} (the markers make them tasks already), or without those markers") in t.summary["warnings"]
+    assert not any(w.startswith("trsm") for w in t.summary["warnings"])
+
+
 INLINED = """
 static int twice(int v) { return 2 * v; }
 int main(int argc, char **argv) { (void) argv; return twice(argc) == 0; }

@@ -14,9 +14,10 @@ c_i the sum over the time its instances run of time / number of instances runnin
 decomposition is simulated on the target machine (heuristic 2: the whole walk is made and the
 best kept). Speedups within a tolerance of the highest are ties, and ties go to fewer
 instances: a finer decomposition 0.03 % faster is not worth its many more tasks, as a
-simulated figure is no closer than that to a real run. The best step's task types that change
-its speedup by less than the tolerance (timers, set-up code that happened to be functions) are
-then dropped from it, the cheapest first. Each decomposition is a merge of the recorded one
+simulated figure is no closer than that to a real run. The best step's idle task types (timers,
+set-up code that happened to be functions: in all no more work than the tolerance of its
+T-inf, and no speedup lost beyond the tolerance without them) are then dropped from it, the
+cheapest first. Each decomposition is a merge of the recorded one
 (tareador.taskgraph.decompose), never a new trace.
 """
 
@@ -119,19 +120,23 @@ def explore(finest: TaskTrace, cores: int | None, machine: Machine, policy: str 
         current = (current - {step.broken}) | (children.get(step.broken, frozenset()) - broken)
     types = sorted({t.name for t in finest.fragments if not t.is_main})
     best = _without_idle_types(best_step(steps, tolerance), max(s.speedup for s in steps) * (1 - tolerance),
-                               finest, evaluate)
+                               tolerance, finest, evaluate)
     return Exploration(steps, best, cores, policy, tuple(weights), machine.rate, tuple(types), tolerance)
 
 
-def _without_idle_types(step: Step, floor: float, finest: TaskTrace, evaluate) -> Step:
-    """The step without each of its types whose instances, folded into their creators, keep the
-    speedup at least floor: tried one at a time, the least work first (a timer before a kernel)."""
+def _without_idle_types(step: Step, floor: float, tolerance: float, finest: TaskTrace, evaluate) -> Step:
+    """The step without its idle types: those whose instances do at most tolerance x T-inf of
+    work in all (a timer, a descriptor's set-up: their being tasks cannot be what makes the
+    decomposition fast) and, folded into their creators, keep the speedup at least floor.
+    Tried one at a time, the least work first."""
     work: dict[str, int] = {}
     for t in finest.fragments:
         if not t.is_main:
             work[t.name] = work.get(t.name, 0) + t.instructions
     kept, dropped, best = set(step.tasks), [], step
     for name in sorted(step.tasks, key=lambda n: (work.get(n, 0), n)):
+        if work.get(name, 0) > tolerance * step.tinf:
+            break
         trial = evaluate(kept - {name}, step.index)
         if trial.speedup >= floor:
             kept.discard(name)
