@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from cholesky_dag import expected_cholesky_raw_edges
-from conftest import write_c
+from conftest import EXAMPLES, write_c
 from test_trace_functions import instance_edges, instance_tree
 
 import tareador
@@ -24,60 +24,16 @@ from tareador.tracing.run import trace
 LINALG = "-llapacke -lblas"
 KERNELS = {"LAPACKE_dpotrf_work": "potrf", "cblas_dtrsm": "trsm", "cblas_dgemm": "gemm", "cblas_dsyrk": "syrk"}
 
-# The loop nest of examples/cholesky (tile (k, i) is A[k][i], column-major tiles: A[k][i] with
-# k < i is the tile of block row i and block column k), its kernels LAPACKE/CBLAS calls. With
-# -DMARKED each call is a marked task named after the example's kernel, the loop nest the
-# analysed region.
-CHOLESKY = r"""
-#include <stdio.h>
-#include <stdlib.h>
-#include <cblas.h>
-#include <lapacke.h>
-#ifdef MARKED
-#include <tareador.h>
-#define TASK(name, call) do { tareador_start_task(name); call; tareador_end_task(name); } while (0)
-#else
-#define TASK(name, call) call
-#define tareador_ON()
-#define tareador_OFF()
-#endif
-int main(int argc, char **argv) {
-  int nt = atoi(argv[1]), ts = atoi(argv[2]), n = nt * ts;
-  double *A[nt][nt];
-  for (int i = 0; i < nt; i++)
-    for (int j = 0; j < nt; j++) A[i][j] = malloc(sizeof(double) * ts * ts);
-  for (int i = 0; i < n; i++)
-    for (int j = 0; j < n; j++) A[j / ts][i / ts][(j % ts) * ts + i % ts] = (i == j ? n : 0) + 1.0 / (1 + i + j);
-  tareador_ON();
-  for (int k = 0; k < nt; k++) {
-    TASK("potrf", LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', ts, A[k][k], ts));
-    for (int i = k + 1; i < nt; i++)
-      TASK("trsm", cblas_dtrsm(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, ts, ts, 1.0,
-                               A[k][k], ts, A[k][i], ts));
-    for (int i = k + 1; i < nt; i++) {
-      for (int j = k + 1; j < i; j++)
-        TASK("gemm", cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, ts, ts, ts, -1.0, A[k][i], ts, A[k][j], ts,
-                                 1.0, A[j][i], ts));
-      TASK("syrk", cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, ts, ts, -1.0, A[k][i], ts, 1.0, A[i][i], ts));
-    }
-  }
-  tareador_OFF();
-  /* L[0][0] = sqrt(A[0][0]) = sqrt(n + 1) */
-  double l = A[0][0][0];
-  printf("L[0][0]^2 = %.12g\n", l * l);
-  return !(l * l > n + 1 - 1e-9 && l * l < n + 1 + 1e-9);
-}
-"""
-
-
 @pytest.fixture(scope="module")
 def linear_algebra():
     if not (Path("/usr/include/lapacke.h").exists() and Path("/usr/include/x86_64-linux-gnu/cblas.h").exists()):
         pytest.skip("LAPACKE and CBLAS are not installed (liblapacke-dev, libblas-dev); `make deps` installs them")
 
 
-def cholesky(compile_c, tmp_path, opt="-O0"):
-    return compile_c(write_c(tmp_path, "lapack_cholesky", CHOLESKY), opt=opt, markers="MARKED" in opt, libs=LINALG)
+def cholesky(compile_c, opt="-O0"):
+    """examples/cholesky_lapack: its loop nest is examples/cholesky's; with -DMARKED, marked."""
+    return compile_c(EXAMPLES / "cholesky_lapack" / "cholesky_lapack.c", opt=opt, markers="MARKED" in opt,
+                     libs=LINALG)
 
 
 def calls_table(directory) -> list[dict]:
@@ -101,7 +57,7 @@ def test_lapacke_cblas_kernels_as_task_functions(linear_algebra, compile_c, tmp_
     tiles: 4 potrf, 6 trsm, 4 gemm, 6 syrk) with exactly the loop nest's RAW edges, the
     libraries' reads and writes of the tiles charged to the task that called them. calls.csv
     names each task's body after the library function, not its PLT stub's address."""
-    exe = cholesky(compile_c, tmp_path, opt)
+    exe = cholesky(compile_c, opt)
     out = tmp_path / "chol.tareador"
     t = trace([str(exe), "4", "8"], out, progress=False, task_functions=list(KERNELS))
     assert t.summary["exit_status"] == 0
@@ -119,7 +75,7 @@ def test_marked_library_calls_name_their_body(linear_algebra, compile_c, tmp_pat
     """Markers around the library calls: hints names each task's body by the library function
     (was the PLT stub's bare address). The same calls also named by --task-function are tasks
     twice: the trace says so, with the count (4 gemm calls of 4x4 tiles)."""
-    exe = cholesky(compile_c, tmp_path, "-O0 -DMARKED")
+    exe = cholesky(compile_c, "-O0 -DMARKED")
     out = tmp_path / "marked.tareador"
     t = trace([str(exe), "4", "8"], out, progress=False)
     assert cholesky_edges(t) == expected_cholesky_raw_edges(4)
@@ -221,7 +177,7 @@ def test_explore_considers_the_library_functions_the_program_calls(linear_algebr
     kernels of the libraries it links (libc's printf and malloc are not), the coarsest
     decomposition is theirs, with the --task-function trace's instances, T1 and T-inf, and it
     is the best: breaking any kernel serialises its instances into main's code."""
-    exe = cholesky(compile_c, tmp_path, "-O2")
+    exe = cholesky(compile_c, "-O2")
     out = tmp_path / "chol.explore"
     run = subprocess.run([sys.executable, "-m", "tareador", "explore", "--no-progress", "-o", str(out), "--",
                           str(exe), "4", "8"], capture_output=True, text=True)

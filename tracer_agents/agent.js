@@ -76,9 +76,10 @@ function findMarker(name) {
   return main.findExportByName(name) || main.findSymbolByName(name) || Module.findGlobalExportByName(name);
 }
 
-/* The writable globals of the program's own code: the executable's, and those of the shared
- * libraries it links from outside the system directories (the driver names them: its own
- * libraries, whose functions may be tasks too). */
+/* The writable globals of the program's own code: the executable's, and those of its own
+ * shared libraries (outside the system directories) whose functions are tasks: the driver
+ * names them. Not every such library's: an interpreter's (libpython) would make its own state
+ * objects. */
 function registerGlobals(shadow, modules) {
   for (const s of modules.flatMap(m => m.enumerateSymbols())) {
     if (s.type !== 'object' || !s.size || !s.section || s.section.protection.indexOf('w') < 0) continue;
@@ -106,11 +107,10 @@ function hookAllocator(cm) {
 }
 
 /* Where the program's calls of a shared library's function land: the address its imports were
- * bound to (an indirect function's chosen variant, an interposed definition), and the export. */
-function libraryEntries(f) {
-  const found = new Set();
-  for (const imp of Process.mainModule.enumerateImports())
-    if (imp.name === f.name && imp.address) found.add(imp.address.toString());
+ * bound to (an indirect function's chosen variant, an interposed definition), and the export.
+ * imports: the executable's, by name. */
+function libraryEntries(f, imports) {
+  const found = new Set(imports.get(f.name) || []);
   const exported = Module.findGlobalExportByName(f.name);
   if (exported !== null) found.add(exported.toString());
   if (found.size === 0) throw new Error(`${f.name} (of ${f.library}) is not in the program's loaded libraries`);
@@ -127,10 +127,14 @@ function taskFunctions(requested, lib) {
   const base = Process.mainModule.base;
   const entries = [];
   const names = [];
+  const imports = new Map();
+  if ((requested || []).some(f => f.library))
+    for (const imp of Process.mainModule.enumerateImports())
+      if (imp.address) imports.set(imp.name, (imports.get(imp.name) || []).concat([imp.address.toString()]));
   for (const f of requested || []) {
     const name = Memory.allocUtf8String(f.name);
     names.push(name);
-    const addresses = f.library ? libraryEntries(f) : f.offsets.map(offset => base.add(offset));
+    const addresses = f.library ? libraryEntries(f, imports) : f.offsets.map(offset => base.add(offset));
     for (const address of addresses) entries.push({ address, name });
   }
   entries.sort((a, b) => a.address.compare(b.address));

@@ -52,6 +52,14 @@ class TaskFunction:
     offsets: tuple[int, ...]  # entries from the executable's base (its first mapped page); () in a library
     inlined: bool  # the compiler inlined some of its calls (DWARF of a -g build; False without it)
     library: str = ""  # the shared library defining it, as the program needs it (libblas.so.3); '' if its own
+    path: str = ""  # that library's file, '' if not found before the run
+
+    @property
+    def own_library(self) -> str | None:
+        """The real path of the library defining it when that is the program's own (outside the
+        system directories: its globals are objects as the executable's), else None."""
+        path = os.path.realpath(self.path) if self.path else ""
+        return path if path and not path.startswith(SYSTEM_DIRECTORIES) else None
 
 
 @dataclass(frozen=True)
@@ -211,15 +219,7 @@ def _library_function(program: str, symbols: _Symbols, libraries: _Libraries, na
         raise FunctionError(f"{name} is a function of {needed}, which '{program}' does not call directly: only "
                             "the program's own calls of a system library's function are tasks (not the calls "
                             "libraries make inside themselves); name a library function the program calls")
-    return TaskFunction(name, (), False, needed), [(where, offset)]
-
-
-def own_libraries(path: str) -> tuple[str, ...]:
-    """The real paths of the shared libraries the executable at path links explicitly from
-    outside the system directories: the program's own code, as the executable."""
-    needed = set(read_functions(path).needed)
-    paths = (os.path.realpath(p) for n, p in shared_libraries(path).items() if n in needed)
-    return tuple(p for p in paths if not p.startswith(SYSTEM_DIRECTORIES))
+    return TaskFunction(name, (), False, needed, where), [(where, offset)]
 
 
 def program_functions(path: str) -> list[str]:

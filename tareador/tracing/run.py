@@ -23,7 +23,7 @@ from tareador.taskgraph.patterns import save_rank_patterns
 from tareador.taskgraph.store import save, save_accesses, save_mpi
 from tareador.tracing import decode, mpi_launch
 from tareador.tracing.driver import check_program, run_agent
-from tareador.tracing.functions import TaskFunction, own_libraries, program_functions, resolve
+from tareador.tracing.functions import TaskFunction, program_functions, resolve
 
 ANNOTATION_ERRORS = {
     1: "tareador_end_task(\"{name}\") without a matching tareador_start_task",
@@ -243,8 +243,9 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
         raise TracingError(str(e)) from None
     status = StatusRow.on_stderr() if progress else None
     try:
+        own = {f.own_library for f in functions} - {None}
         result = run_agent(argv, progress=status, patterns=mpi, task_functions=tuple(functions), explore=explore,
-                           own_libraries=own_libraries(path))
+                           own_libraries=tuple(sorted(own)))
     finally:
         if status:
             status.close()
