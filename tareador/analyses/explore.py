@@ -30,7 +30,7 @@ import numpy as np
 from tareador.analyses.speedup import parallelism_profile, study
 from tareador.simulation.machine import Machine
 from tareador.taskgraph.dag import dag_from_trace
-from tareador.taskgraph.decompose import merge, recording, task_tree
+from tareador.taskgraph.decompose import Recording, merge, recording, task_tree
 from tareador.taskgraph.model import RAW, TaskTrace
 
 METRICS = ("length", "dependencies", "concurrency")
@@ -120,17 +120,17 @@ def explore(finest: TaskTrace, cores: int | None, machine: Machine, policy: str 
         current = (current - {step.broken}) | (children.get(step.broken, frozenset()) - broken)
     types = sorted({t.name for t in finest.fragments if not t.is_main})
     best = _without_idle_types(best_step(steps, tolerance), max(s.speedup for s in steps) * (1 - tolerance),
-                               tolerance, finest, evaluate)
+                               tolerance, recorded, evaluate)
     return Exploration(steps, best, cores, policy, tuple(weights), machine.rate, tuple(types), tolerance)
 
 
-def _without_idle_types(step: Step, floor: float, tolerance: float, finest: TaskTrace, evaluate) -> Step:
+def _without_idle_types(step: Step, floor: float, tolerance: float, recorded: Recording, evaluate) -> Step:
     """The step without its idle types: those whose instances do at most tolerance x T-inf of
-    work in all (a timer, a descriptor's set-up: their being tasks cannot be what makes the
-    decomposition fast) and, folded into their creators, keep the speedup at least floor.
-    Tried one at a time, the least work first."""
+    work in all, in the step's decomposition (a timer, a descriptor's set-up: their being tasks
+    cannot be what makes it fast) and, folded into their creators, keep the speedup at least
+    floor. Tried one at a time, the least work first."""
     work: dict[str, int] = {}
-    for t in finest.fragments:
+    for t in merge(recorded, set(step.tasks)).fragments:
         if not t.is_main:
             work[t.name] = work.get(t.name, 0) + t.instructions
     kept, dropped, best = set(step.tasks), [], step

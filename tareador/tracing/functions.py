@@ -250,7 +250,7 @@ def _library_candidates(path: str, symbols: _Symbols) -> list[str]:
     libraries = _Libraries(path)
     chosen = []
     for name in sorted(symbols.imports):
-        if name.startswith(("_", "tareador_", "MPI_", "PMPI_")) or name in HOOKED:
+        if name.startswith(("__", "tareador_", "MPI_", "PMPI_")) or name in HOOKED:
             continue
         found = libraries.defining(name)
         if found is not None and found[0] in explicit:
