@@ -21,7 +21,7 @@ apt_install = missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missi
 deps:
 	@$(call apt_install,$(DEBIAN_PACKAGES),)
 	@$(call apt_install,$(MPI_PACKAGES),--no-install-recommends)
-	@$(PYTHON) -c "import tareador, frida, pytest" 2>/dev/null || $(PIP) -e ".[test]"
+	@$(PYTHON) -c "import tareador, frida, pytest, build" 2>/dev/null || $(PIP) -e ".[test]"
 	@$(PYTHON) -c "import mpi4py" 2>/dev/null || $(PIP) --only-binary=mpi4py "mpi4py>=4.1" || \
 	  echo "make deps: mpi4py (optional) not installed: no binary wheel for $$($(PYTHON) -V) could be fetched"
 
@@ -34,10 +34,10 @@ demo: examples
 	tareador simulate $(DEMO) --cores 1,2,4,8,16,inf --plot --prv --chrome --csv --dim
 	tareador whatif $(DEMO) --factors 2,inf --cores 1,4,16,inf --plot
 	tareador mpirun -np 2 -o out/jacobi.tareador -- examples/bin/mpich/jacobi
-	tareador simulate out/jacobi.tareador --machine examples/machines/cluster.toml --plot
+	tareador simulate out/jacobi.tareador --machine cluster --plot
 	tareador mpirun -np 2 -o $(OVERLAP_DEMO) -- examples/bin/mpich/patterns 256 200 3 copy late
 	tareador patterns $(OVERLAP_DEMO)
-	tareador overlap $(OVERLAP_DEMO) --machine examples/machines/cluster.toml --bandwidth 1,2,4,8,16,32,100,1000
+	tareador overlap $(OVERLAP_DEMO) --machine cluster --bandwidth 1,2,4,8,16,32,100,1000
 	tareador hints $(DEMO) --size TS=32
 
 test: deps
