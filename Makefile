@@ -14,14 +14,14 @@ apt_install = missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missi
 	if [ -n "$$missing" ]; then echo "installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(2) $$missing >/dev/null; fi
 
-.PHONY: deps demo test examples benchmark clean
+.PHONY: deps demo test docs examples benchmark clean
 
 # mpi4py's binary wheel runs with Debian's Open MPI (not with Debian's MPICH: README, MPI). It is
 # optional (its tests skip without it): no wheel for this Python is a note, not a 4-minute build.
 deps:
 	@$(call apt_install,$(DEBIAN_PACKAGES),)
 	@$(call apt_install,$(MPI_PACKAGES),--no-install-recommends)
-	@$(PYTHON) -c "import tareador, frida, pytest, build" 2>/dev/null || $(PIP) -e ".[test]"
+	@$(PYTHON) -c "import tareador, frida, pytest, build, mkdocs, material" 2>/dev/null || $(PIP) -e ".[test]"
 	@$(PYTHON) -c "import mpi4py" 2>/dev/null || $(PIP) --only-binary=mpi4py "mpi4py>=4.1" || \
 	  echo "make deps: mpi4py (optional) not installed: no binary wheel for $$($(PYTHON) -V) could be fetched"
 
@@ -43,6 +43,10 @@ demo: examples
 test: deps
 	$(PYTHON) -m pytest -q
 
+# The documentation site (docs/, mkdocs.yml) into site/, warnings as errors.
+docs: deps
+	$(PYTHON) -m mkdocs build --strict -d site
+
 benchmark: deps
 	$(PYTHON) benchmarks/trace_overhead.py
 	$(PYTHON) benchmarks/replay_scale.py
@@ -53,4 +57,4 @@ benchmark: deps
 
 clean:
 	$(MAKE) -C examples clean
-	rm -rf out benchmarks/out
+	rm -rf out benchmarks/out site
