@@ -14,12 +14,11 @@ from pathlib import Path
 
 import pytest
 from cholesky_dag import expected_cholesky_raw_edges
-from conftest import EXAMPLES, write_c
-from test_trace_functions import instance_edges, instance_tree
 
 import tareador
 from tareador.errors import TracingError
 from tareador.tracing.run import trace
+from tests.helpers import EXAMPLES, instance_edges, instance_tree, write_c
 
 LINALG = "-llapacke -lblas"
 KERNELS = {"LAPACKE_dpotrf_work": "potrf", "cblas_dtrsm": "trsm", "cblas_dgemm": "gemm", "cblas_dsyrk": "syrk"}

@@ -11,10 +11,10 @@ from collections import Counter
 
 import pytest
 from cholesky_dag import expected_cholesky_raw_edges
-from conftest import EXAMPLES, write_c
 
 from tareador.errors import TracingError
 from tareador.tracing.run import trace
+from tests.helpers import EXAMPLES, instance_edges, instance_tree, strip_task_markers, write_c
 
 # No markers at all: the whole program is traced as if ON at main.
 CALLS = """
@@ -34,26 +34,6 @@ int main(void) {
   return !(s == 4 && d == 3);   /* the doubles leaf returns come back through the return stub */
 }
 """
-
-
-def instance_tree(t) -> list[tuple[str, str]]:
-    """(name, name of the parent instance) of every task instance, in creation order."""
-    by_id = {x.id: x for x in t.fragments}
-    return [(x.name, "main" if by_id[x.parent].is_main else by_id[x.parent].name)
-            for x in t.fragments if x.starts_instance and not x.is_main]
-
-
-def instance_edges(t) -> set[tuple[str, str, str, int]]:
-    """RAW edges between task instances, each instance named name#k (k-th of its name)."""
-    seen: Counter = Counter()
-    label = {}
-    for x in t.fragments:
-        if x.starts_instance and not x.is_main:
-            seen[x.name] += 1
-            label[x.id] = f"{x.name}#{seen[x.name]}"
-    instance = {x.id: x.instance for x in t.fragments}
-    return {(label[instance[d.src]], label[instance[d.dst]], d.object, d.bytes) for d in t.deps
-            if d.kind == "RAW" and instance[d.src] in label and instance[d.dst] in label}
 
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2", "-O2 -g0"])
@@ -104,14 +84,6 @@ def test_markers_nest_with_task_functions(compile_c, tmp_path, opt):
     t = trace([str(exe)], tmp_path / "marked.tareador", progress=False, task_functions=["leaf", "wrap"])
     assert instance_tree(t) == [("outer", "main"), ("leaf", "outer"), ("wrap", "main"), ("inner", "wrap")]
     assert instance_edges(t) == {("leaf#1", "inner#1", "x", 4)}
-
-
-def strip_task_markers(tmp_path, name):
-    """cholesky.c without its tareador_start_task/end_task lines (ON/OFF stay, so the
-    initialisation is outside the analysed region as in the marked version)."""
-    source = (EXAMPLES / "cholesky" / "cholesky.c").read_text()
-    kept = [line for line in source.splitlines() if not re.match(r"\s*tareador_(start|end)_task\(", line)]
-    return write_c(tmp_path, name, "\n".join(kept) + "\n")
 
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2 -fno-inline"])

@@ -241,6 +241,8 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
                            (f": {details}" if details else ""))
     if "stopped_by" in result:
         meta["ending"] = {"kind": "interrupt", "signal": result["stopped_by"]}
+    if progress is not None:  # the final counts, however short the run was beside the polling interval
+        progress({"tasks": meta["instances"], "accesses": meta["accesses"]})
     ending = meta["ending"]
     return AgentResult(meta, result["data"], ending.get("status"), result.get("detached", ""))
 
