@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from tareador.analyses.explore import explore
+from tareador.cli.main import main
 from tareador.errors import TracingError
 from tareador.simulation.machine import Machine
 from tareador.taskgraph.decompose import merge, task_tree
@@ -323,11 +324,13 @@ def test_weak_aliases_are_one_candidate_named_as_called(compile_c, tmp_path):
         trace([str(exe)], tmp_path / "both", progress=False, task_functions=["CORE_scale", "PCORE_scale"])
 
 
-def test_cli_cores_and_tolerance_options(tmp_path):
+def test_cli_cores_and_tolerance_options(tmp_path, capsys):
     """--cores is one count, default 4 (its help said 1,2,4,8,16,inf, simulate's); a bad
     --tolerance is one line."""
-    text = cli("--help").stdout
+    with pytest.raises(SystemExit):
+        main(["explore", "--help"])
+    text = capsys.readouterr().out
     cores = text[text.index("  --cores"):text.index("  --policy")]
     assert "(default 4;" in " ".join(cores.split()) and "16,inf" not in cores
-    bad = cli(tmp_path, "--tolerance", "x")
-    assert bad.returncode == 2 and bad.stderr.startswith("tareador: --tolerance: 'x' is not a percentage")
+    assert main(["explore", str(tmp_path), "--tolerance", "x"]) == 2
+    assert capsys.readouterr().err.startswith("tareador: --tolerance: 'x' is not a percentage")

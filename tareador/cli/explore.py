@@ -160,7 +160,7 @@ def format_exploration(result, program: str | None, libraries: dict[str, str] | 
              f"{', '.join(f'{w:g}' for w in result.weights)}",
              f"{'step':>4} {'types':>5} {'instances':>9} {'T1':>10} {'T-inf':>10} {'parallelism':>11} "
              f"{'speedup':>7}  {'breaks (dominant cost)':<{width}} decomposition"]
-    for s, broken in zip(result.steps, breaks):
+    for s, broken in zip(result.steps, breaks, strict=True):
         tasks = ",".join(s.tasks) if s.tasks else "(sequential code)"
         lines.append(f"{s.index:>4} {len(s.tasks):>5} {s.instances:>9} {human(s.t1):>10} {human(s.tinf):>10} "
                      f"{s.parallelism:>11.2f} {s.speedup:>7.2f}  {broken:<{width}} {tasks}")

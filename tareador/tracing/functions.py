@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from tareador.errors import FunctionError
-from tareador.tracing.elf import ElfFunctions, read_functions, shared_libraries
+from tareador.tracing.elf import read_functions, shared_libraries
 
 # A clone that stands for the whole function (an argument folded or split, a constant propagated).
 WHOLE_CLONE = re.compile(r"^(?P<name>[^.]+)(?:\.(?:constprop|isra)\.\d+)+$")
