@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from tareador.files import output_file, printable, write_text
+from tareador.formats.text_rows import Field, Rows, integer
 
 TASK_EVENT = 7003  # Tareador's "running task" event: value = task type, 0 = none
 PRIORITY_EVENT = 6999  # Dimemas' scheduling priority (SS_MPI_CP): 1/value, 0 = top priority
@@ -70,43 +71,45 @@ def _header(run: ParaverRun) -> str:
     return f"#Paraver ({stamp}):{run.end_time}_ns:{len(run.cpus_per_node)}({cpus}):1:{len(tasks)}({apps}),0\n"
 
 
-def _columns(run: ParaverRun):
-    """(sort time, line kind, text columns) of every record, ready for one lexsort."""
+def _records(run: ParaverRun) -> Rows:
+    """Every record in time order; among equal times states, then events, then communications,
+    each kind in its own order (Paraver keeps file order among records of one time)."""
     ids = np.array([(t + 1, h + 1) for t, h, _n in run.threads], np.int64).reshape(-1, 2)
-    out = []
+    empty = np.zeros(0, np.int64)
+
+    def columns(table: dict, *names: str) -> list[Field]:
+        return [integer(table.get(name, empty)) for name in names]
+
+    def who(threads: np.ndarray) -> list:
+        th = ids[threads]
+        return [integer(th[:, 0]), ":", integer(th[:, 1])]
+
+    layouts, times = [], []
     # States and events share their record shape: kind, cpu, appl, task, thread, time, two fields.
     for kind, table, stamp, fields in ((1, run.states, "begin", ("end", "state")),
                                        (2, run.events, "time", ("type", "value"))):
-        if len(table.get("thread", ())):
-            th = ids[table["thread"]]
-            cols = [np.full(len(th), kind), table["cpu"], np.ones(len(th), np.int64), th[:, 0], th[:, 1], table[stamp],
-                    *(table[f] for f in fields)]
-            out.append((table[stamp], kind, cols))
+        cpu, when, first, second = columns(table, "cpu", stamp, *fields)
+        layouts.append([f"{kind}:", cpu, ":1:", *who(table.get("thread", empty)), ":", when, ":", first, ":", second,
+                        "\n"])
+        times.append(table.get(stamp, empty))
     c = run.comms
-    if len(c.get("thread", ())):
-        th, rth = ids[c["thread"]], ids[c["rthread"]]
-        one = np.ones(len(th), np.int64)
-        cols = [np.full(len(th), 3), c["cpu"], one, th[:, 0], th[:, 1], c["lsend"], c["psend"], c["rcpu"], one,
-                rth[:, 0], rth[:, 1], c["lrecv"], c["precv"], c["size"], c["tag"]]
-        out.append((c["lsend"], 3, cols))
-    return out
+    cpu, lsend, psend, rcpu, lrecv, precv, size, tag = columns(c, "cpu", "lsend", "psend", "rcpu", "lrecv", "precv",
+                                                                "size", "tag")
+    layouts.append(["3:", cpu, ":1:", *who(c.get("thread", empty)), ":", lsend, ":", psend, ":", rcpu, ":1:",
+                    *who(c.get("rthread", empty)), ":", lrecv, ":", precv, ":", size, ":", tag, "\n"])
+    times.append(c.get("lsend", empty))
+    kind = np.repeat(np.arange(3, dtype=np.int8), [len(t) for t in times])
+    order = np.lexsort((kind, np.concatenate(times)))
+    local = np.concatenate([np.arange(len(t)) for t in times])
+    return Rows(layouts, local[order], kind[order])
 
 
 def write_paraver(run: ParaverRun, prv: str | Path) -> list[Path]:
     """Write prv, pcf and row side by side; returns the three paths."""
     prv = Path(prv)
-    with output_file(prv) as f:
-        f.write(_header(run))
-        parts = _columns(run)
-        if parts:
-            when = np.concatenate([p[0] for p in parts])
-            kind = np.concatenate([np.full(len(p[0]), p[1]) for p in parts])
-            order = np.lexsort((kind, when))
-            lines = []
-            for _w, k, cols in parts:
-                rows = np.column_stack([np.asarray(col, np.int64) for col in cols]).tolist()
-                lines.extend(":".join(map(str, r)) for r in rows)
-            f.writelines(lines[i] + "\n" for i in order.tolist())
+    with output_file(prv, "wb") as f:
+        f.write(_header(run).encode())
+        _records(run).write(f)
     pcf, row = prv.with_suffix(".pcf"), prv.with_suffix(".row")
     write_text(pcf, pcf_text(run))
     write_text(row, _row(run))
