@@ -18,6 +18,7 @@ import numpy as np
 from tareador.errors import DimError
 from tareador.files import output_file, write_text
 from tareador.formats.paraver import ParaverRun, pcf_text, task_event_labels, task_type_values
+from tareador.formats.text_rows import Rows, integer
 from tareador.text_columns import byte_words, digit_values, line_chunks, recycle_freed_memory, split_fields
 
 BURST, SEND, RECV, GLOBAL_OP, EVENT, NOOP = 1, 2, 3, 10, 20, 0
@@ -51,29 +52,60 @@ def write_dim(path: str | Path, name: str, threads: list[int], blocks: Iterable[
     ``communicators`` (id -> member tasks) become the ``d:1:`` definitions global operations
     (record 10) name; Dimemas reads them between the header and the first record.
     """
-    path = Path(path)
+    def body(f, pos: int) -> tuple[np.ndarray, int]:
+        offsets = []
+        for text in blocks:
+            data = text.encode("ascii")
+            offsets.append(pos)
+            f.write(data)
+            pos += len(data)
+        return np.array(offsets, np.int64), pos
+
+    return _write_dim(Path(path), name, threads, communicators or {}, body)
+
+
+def write_dim_rows(path: str | Path, name: str, threads: list[int], rows: Rows, first_row: np.ndarray) -> Path:
+    """``write_dim`` of records made in bulk (text_rows): thread k's records start at row
+    ``first_row[k]`` and run to the next thread's."""
+    def body(f, pos: int) -> tuple[np.ndarray, int]:
+        ends = np.zeros(rows.count, np.int64)
+        written = rows.write(f, ends)
+        return pos + np.concatenate([[0], ends[:-1]])[first_row], pos + written
+
+    return _write_dim(Path(path), name, threads, {}, body)
+
+
+def _write_dim(path: Path, name: str, threads: list[int], comms: dict[int, tuple[int, ...]], body) -> Path:
+    """The header, ``body(file, position) -> (each thread's first record's offset, end)``, the
+    ``s:`` trailer, then the header again with the trailer's offset."""
     total = sum(threads)
-    comms = communicators or {}
-    offsets = []
-    with output_file(path, encoding="ascii", newline="\n") as f:
+    if min(threads, default=1) < 1:
+        raise ValueError(f"every Dimemas task has a thread at least, not {threads}")
+    with output_file(path, "wb") as f:
         header = _header_line(name, 0, threads, len(comms))
         header += "".join(f"d:1:{c}:{len(members)}:" + ":".join(map(str, members)) + "\n"
                           for c, members in comms.items())
-        f.write(header)
-        pos = len(header)
-        for text in blocks:
-            offsets.append(pos)
-            f.write(text)
-            pos += len(text)
+        f.write(header.encode("ascii"))
+        offsets, pos = body(f, len(header))
         if len(offsets) != total:
             raise ValueError(f"{len(offsets)} thread blocks for {total} threads")
-        k = 0
-        for task, n in enumerate(threads):
-            f.write(f"s:{task}:" + ":".join(map(str, offsets[k:k + n])) + "\n")
-            k += n
+        _trailer(threads, offsets).write(f)
         f.seek(0)
-        f.write(_header_line(name, pos, threads, len(comms)))
+        f.write(_header_line(name, pos, threads, len(comms)).encode("ascii"))
     return path
+
+
+def _trailer(threads: list[int], offsets: np.ndarray) -> Rows:
+    """A line ``s:task:offset:offset...`` per task: where each of its threads' records start."""
+    counts = np.array(threads, np.int64)
+    task = np.repeat(np.arange(len(threads)), counts)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    first = np.zeros(len(task), np.int8)
+    first[starts] = 2
+    first[starts + counts - 1] += 1
+    at = integer(offsets)
+    return Rows([[":", at], [":", at, "\n"], ["s:", integer(task), ":", at], ["s:", integer(task), ":", at, "\n"]],
+                layout_of=first)
 
 
 def _header_line(name: str, trailer: int, threads: list[int], ncomms: int) -> str:

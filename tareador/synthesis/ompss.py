@@ -8,32 +8,53 @@ MPI/OmpSs trace of an MPI run (``synthesis.mpi_ompss``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
-from tareador.formats.dimemas import SYNC_IMMEDIATE, write_dim, write_task_labels
+from tareador.formats.dimemas import SYNC_IMMEDIATE, write_dim_rows, write_task_labels
 from tareador.formats.paraver import DEP_TAG, PRIORITY_EVENT, TASK_EVENT, task_type_values
-from tareador.taskgraph.dag import Dag, bottom_levels, csr, durations
+from tareador.formats.text_rows import Rows, integer, real
+from tareador.taskgraph.dag import Dag, bottom_levels, durations
 
 
-def ompss_blocks(names: list[str], instructions: np.ndarray, src: np.ndarray, dst: np.ndarray,
-                 priority: list[int], instructions_per_second: float) -> Iterator[str]:
-    """One thread per task instance: wait for each predecessor, run, notify each successor
-    (``task_thread``)."""
+def ompss_rows(names: list[str], instructions: np.ndarray, src: np.ndarray, dst: np.ndarray,
+               priority: list[int], instructions_per_second: float) -> tuple[Rows, np.ndarray]:
+    """One thread per task instance, as ``task_thread`` writes it (receive from each predecessor,
+    run, send to each successor), made in bulk: (records, each thread's first record)."""
     n = len(names)
-    soff, succ = csr(src, dst, n)
-    poff, pred = csr(dst, src, n)
     values = task_type_values(names)
-    tvalue = [values[name] for name in names]
-    work = instructions.tolist()
-    receive, send = dependency_records(0, 0)
-    for i in range(n):
-        recvs = "".join([receive.format(i, p) for p in pred[poff[i]:poff[i + 1]]])
-        sends = "".join([send.format(i, s) for s in succ[soff[i]:soff[i + 1]]])
-        yield task_thread(0, i, priority[i], tvalue[i], recvs, f"1:0:{i}:{work[i] / instructions_per_second:.9f}\n",
-                          sends)
+    tvalue = np.fromiter((values[name] for name in names), np.int64, n)
+    thread = integer(np.arange(n))
+    by_dst = np.argsort(dst, kind="stable")
+    indegree, outdegree = np.bincount(dst, minlength=n), np.bincount(src, minlength=n)
+    first = np.concatenate([[0], np.cumsum(5 + indegree + outdegree)[:-1]]).astype(np.int64)
+    kind = np.zeros(int(first[-1] + 5 + indegree[-1] + outdegree[-1]) if n else 0, np.int8)
+    source = np.zeros(len(kind), np.int64)
+
+    def place(at: np.ndarray, layout: int, rows: np.ndarray) -> None:
+        kind[at], source[at] = layout, rows
+
+    everyone = np.arange(n)
+    for k in range(3):
+        place(first + k, k, everyone)
+    rank = np.arange(len(dst)) - np.concatenate([[0], np.cumsum(indegree)[:-1]])[dst[by_dst]]
+    place(first[dst[by_dst]] + 3 + rank, 3, by_dst)
+    place(first + 3 + indegree, 4, everyone)
+    place(first + 4 + indegree, 5, everyone)
+    rank = np.arange(len(src)) - np.concatenate([[0], np.cumsum(outdegree)[:-1]])[src]  # src is sorted
+    place(first[src] + 5 + indegree[src] + rank, 6, np.arange(len(src)))
+    receiver, sender = integer(dst), integer(src)
+    layouts = [
+        ["1:0:", thread, ":0.000000000\n"],
+        ["20:0:", thread, f":{PRIORITY_EVENT}:", integer(np.maximum(priority, 1)), "\n"],
+        ["20:0:", thread, f":{TASK_EVENT}:", integer(tvalue), "\n"],
+        ["3:0:", receiver, ":0:", sender, f":1:{DEP_TAG}:0:0\n"],
+        ["1:0:", thread, ":", real(np.asarray(instructions, np.int64) / instructions_per_second, 9), "\n"],
+        ["20:0:", thread, f":{TASK_EVENT}:0\n"],
+        ["2:0:", sender, ":0:", receiver, f":1:{DEP_TAG}:0:{SYNC_IMMEDIATE}\n"],
+    ]
+    return Rows(layouts, source, kind), first
 
 
 def dependency_records(task: int, comm: int) -> tuple[str, str]:
@@ -64,10 +85,10 @@ def thread_start(task: int, thread: int, priority: int) -> str:
 
 def write_ompss(path: str | Path, names: list[str], instructions: np.ndarray, src: np.ndarray, dst: np.ndarray,
                 priority: list[int], instructions_per_second: float = 1e9) -> list[Path]:
-    """Tareador's potential parallel run: instances 0..n-1, precedence edges src[k] -> dst[k].
-    Returns the .dim and its .pcf (see ``write_task_labels``)."""
-    blocks = ompss_blocks(names, instructions, src, dst, priority, instructions_per_second)
-    return [write_dim(path, "ompss", [len(names)], blocks), write_task_labels(path, names)]
+    """Tareador's potential parallel run: instances 0..n-1, precedence edges src[k] -> dst[k]
+    sorted by src. Returns the .dim and its .pcf (see ``write_task_labels``)."""
+    rows, first = ompss_rows(names, instructions, src, dst, priority, instructions_per_second)
+    return [write_dim_rows(path, "ompss", [len(names)], rows, first), write_task_labels(path, names)]
 
 
 def write_authentic(path: str | Path, names: list[str], instructions: np.ndarray, order: np.ndarray,
@@ -79,11 +100,12 @@ def write_authentic(path: str | Path, names: list[str], instructions: np.ndarray
     children, so the total (and the simulated time) is exact, the interleaving is not.
     """
     values = task_type_values(names)
-    work = instructions.tolist()
-    text = "1:0:0:0.000000000\n" + "".join(
-        f"20:0:0:{TASK_EVENT}:{values[names[i]]}\n1:0:0:{work[i] / instructions_per_second:.9f}\n"
-        f"20:0:0:{TASK_EVENT}:0\n" for i in order.tolist())
-    return [write_dim(path, "authentic", [1], [text]), write_task_labels(path, names)]
+    tvalue = np.fromiter((values[name] for name in names), np.int64, len(names))
+    seconds = real(np.asarray(instructions, np.int64) / instructions_per_second, 9)
+    layouts = [["1:0:0:0.000000000\n"], [f"20:0:0:{TASK_EVENT}:", integer(tvalue), "\n1:0:0:", seconds,
+                                         f"\n20:0:0:{TASK_EVENT}:0\n"]]
+    rows = Rows(layouts, np.concatenate([[0], order]), np.minimum(np.arange(len(order) + 1), 1))
+    return [write_dim_rows(path, "authentic", [1], rows, np.zeros(1, np.int64)), write_task_labels(path, names)]
 
 
 def write_dim_traces(dag: Dag, directory, instructions_per_second: float, overhead: int = 0) -> list[Path]:
