@@ -96,9 +96,10 @@ def test_replayed_run(tmp_path):
 def test_chrome(tmp_path):
     dag = dag_from_trace(fork_join(width=3))
     s = simulate(dag, 2)
-    path = write_chrome(tmp_path / "c.json", "2 cores", dag.names, dag.ids, s.start / 1e3, (s.finish - s.start) / 1e3,
-                        s.core, dag.dep_src, dag.dep_dst)
-    doc = json.loads(path.read_text())
+    out = write_chrome(tmp_path / "c.json", "2 cores", dag.names, dag.ids, s.start, s.finish, s.core, dag.dep_src,
+                       dag.dep_dst)
+    assert out.paths == [tmp_path / "c.json"] and out.size == out.unsplit == out.paths[0].stat().st_size
+    doc = json.loads(out.paths[0].read_text())
     slices = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     assert len(slices) == 5 and {e["tid"] for e in slices} == {0, 1}
     flows = [e for e in doc["traceEvents"] if e["ph"] in "sf"]

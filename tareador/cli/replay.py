@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from tareador.cli.mapping import add_ranks_per_node
+from tareador.cli.simulate import add_chrome_limit, chrome_limit, report_split, size_text
 from tareador.errors import UserError
 
 
@@ -33,6 +34,7 @@ def register(subparsers) -> None:
                    help="where a sweep writes TRACE-sweep.csv and .png (default: beside the trace)")
     p.add_argument("--chrome", metavar="OUT.json", help="also write a Chrome/Perfetto JSON of the replay: a track "
                                                        "per rank and thread, an arrow per message")
+    add_chrome_limit(p)
     p.set_defaults(func=run)
 
 
@@ -46,17 +48,18 @@ def run(args) -> int:
     if sweeping and (args.prv or args.chrome):
         raise UserError(f"{'--prv' if args.prv else '--chrome'} writes one replay, a sweep makes many; drop it or "
                         "the sweep")
+    max_bytes = chrome_limit(args)
     machine = with_ranks_per_node(load_machine_arg(args.machine), args.ranks_per_node)
     trace = read_dim(args.trace)
     if sweeping:
         return _sweep(args, trace, machine, bandwidths, latencies)
-    result = _replay(args, trace, machine, progress_bar(len(trace.thread_start) - 1, "replaying"))
+    result, written = _replay(args, trace, machine, progress_bar(len(trace.thread_start) - 1, "replaying"), max_bytes)
     if args.json:
         print(json.dumps({"makespan": result.makespan,
                           "tasks": [{"task": t, "end": float(ends.max()), "threads": ends.tolist()}
                                     for t, ends in enumerate(result.thread_end_by_task)]}))
     else:
-        _print_replay(args, result)
+        _print_replay(result, written)
     return 0
 
 
@@ -78,20 +81,24 @@ def value_list(text: str | None, option: str) -> list[float] | None:
     return out
 
 
-def _replay(args, trace, machine, progress):
+def _replay(args, trace, machine, progress, max_bytes: int):
+    """The replay, and the files written of it."""
     from tareador.formats.chrome import write_replay_chrome
     from tareador.formats.paraver import write_paraver
     from tareador.simulation.dimemas_engine import replay
 
     result = replay(trace, machine, record=bool(args.prv or args.chrome), progress=progress)
+    written = []
     if args.prv:
-        write_paraver(result.paraver, args.prv)
+        written += write_paraver(result.paraver, args.prv)[:1]
     if args.chrome:
-        write_replay_chrome(args.chrome, Path(args.trace).name, result.paraver)
-    return result
+        chrome = write_replay_chrome(args.chrome, Path(args.trace).name, result.paraver, max_bytes)
+        report_split(chrome, args.chrome_max_mb)
+        written += chrome.paths
+    return result, written
 
 
-def _print_replay(args, result) -> None:
+def _print_replay(result, written) -> None:
     from tareador.render.summary import plural
 
     print(f"makespan {result.makespan:.9f} s ({plural(len(result.threads), 'Dimemas task')}, "
@@ -99,9 +106,8 @@ def _print_replay(args, result) -> None:
     if len(result.threads) <= 64:
         for t, end in enumerate(result.task_end):
             print(f"Dimemas task {t:>4} ends at {end:.9f} s")
-    for wrote in (args.prv, args.chrome):
-        if wrote:
-            print(f"wrote {wrote}")
+    for path in written:
+        print(f"wrote {path} ({size_text(path.stat().st_size)})")
 
 
 def _sweep(args, trace, machine, bandwidths, latencies) -> int:

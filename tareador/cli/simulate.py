@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tareador.cli.mapping import add_ranks_per_node
 from tareador.errors import UserError
+from tareador.formats.chrome import DEFAULT_MAX_BYTES
 
 
 def register(subparsers) -> None:
@@ -29,6 +30,7 @@ def register(subparsers) -> None:
     add_ranks_per_node(p)
     p.add_argument("--prv", action="store_true", help="write a Paraver trace of each simulation")
     p.add_argument("--chrome", action="store_true", help="write a Chrome/Perfetto JSON of each simulation")
+    add_chrome_limit(p)
     p.add_argument("--plot", action="store_true", help="write speedup.png, profile.png and gantt.png")
     p.add_argument("--csv", action="store_true", help="write speedup.csv (cores,time,speedup,efficiency) and "
                    "profile.csv (time,running) of the widest simulated machine")
@@ -36,6 +38,37 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.add_argument("-o", "--output", metavar="OUTDIR", help="where files go (default DIR)")
     p.set_defaults(func=run)
+
+
+def add_chrome_limit(p) -> None:
+    p.add_argument("--chrome-max-mb", type=float, default=DEFAULT_MAX_BYTES / 1e6, metavar="MB",
+                   help="split a Chrome JSON larger than this by time into parts that each open in a browser "
+                        f"(default {DEFAULT_MAX_BYTES / 1e6:g} MB: chrome://tracing fails at 256 MiB)")
+
+
+def chrome_limit(args) -> int:
+    """--chrome-max-mb in bytes; UserError unless positive."""
+    if not 0 < args.chrome_max_mb < float("inf"):
+        raise UserError(f"--chrome-max-mb must be a positive size in MB, not {args.chrome_max_mb:g}")
+    return int(args.chrome_max_mb * 1e6)
+
+
+def report_split(output, option_value: float) -> None:
+    """Says on stderr why a Chrome JSON came out in parts, and what they left out."""
+    if len(output.paths) == 1:
+        return
+    first, last = output.paths[0], output.paths[-1]
+    arrows = f"; {output.arrows_left_out} arrows between two parts are in neither" if output.arrows_left_out else ""
+    print(f"tareador: {first.name.replace('-part1', '')} would be {size_text(output.unsplit)}, more than "
+          f"--chrome-max-mb {option_value:g} (chrome://tracing fails at 256 MiB): written by time as "
+          f"{len(output.paths)} parts that each open on their own, {first.name} .. {last.name}{arrows}", file=sys.stderr)
+
+
+def size_text(nbytes: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.1f} {unit}"
+    return f"{nbytes} bytes"
 
 
 CORES_HELP = ("comma-separated core counts, 'inf' = unbounded (default 1,2,4,8,16,inf; with --machine, the powers "
@@ -122,6 +155,7 @@ def run(args) -> int:
         raise UserError(f"--ranks-per-node applies to an MPI run's directory; {args.trace_dir} is one process's trace")
 
     machine, cores, policy = machine_options(args)
+    max_bytes = chrome_limit(args)
     try:
         dag = load_dag(args.trace_dir)
         if not dag.n:
@@ -132,7 +166,7 @@ def run(args) -> int:
         result = study(dag, cores, policy, machine, args.overhead, tick)
     except ValueError as e:
         raise UserError(f"{args.trace_dir}: {e}") from None
-    written = _write_outputs(args, out, dag, result, machine)
+    written = _write_outputs(args, out, dag, result, machine, max_bytes)
     if args.json:
         print(json.dumps(result.as_json()))
     else:
@@ -140,7 +174,8 @@ def run(args) -> int:
         if written:
             print(f"written to {out}/")
         for kind, paths in written.items():
-            print(f"  {kind + ':':<17}{' '.join(p.name for p in paths)}")
+            size = size_text(sum(p.stat().st_size for p in paths))
+            print(f"  {kind + ':':<17}{' '.join(p.name for p in paths)} ({size})")
     return 0
 
 
@@ -162,7 +197,7 @@ def format_study(result, policy: str) -> str:
     return "\n".join(lines)
 
 
-def _write_outputs(args, out: Path, dag, result, machine) -> dict[str, list[Path]]:
+def _write_outputs(args, out: Path, dag, result, machine, max_bytes: int) -> dict[str, list[Path]]:
     """Files written, by what opens them."""
     import numpy as np
 
@@ -175,17 +210,20 @@ def _write_outputs(args, out: Path, dag, result, machine) -> dict[str, list[Path
     def wrote(kind: str, *paths: Path) -> None:
         written.setdefault(kind, []).extend(paths)
 
+    ns = 1e9 / result.rate
     for s in result.schedules:
+        if not (args.prv or args.chrome):
+            break
+        start, finish, core = nanoseconds(s.start * ns), nanoseconds(s.finish * ns), s.core.astype(np.int64)
         if args.prv:
-            ns = 1e9 / result.rate
-            run = schedule_run(dag.names, nanoseconds(s.start * ns), nanoseconds(s.finish * ns),
-                               s.core.astype(np.int64), s.machine_cores, dag.dep_src, dag.dep_dst, dag.dep_bytes)
+            run = schedule_run(dag.names, start, finish, core, s.machine_cores, dag.dep_src, dag.dep_dst,
+                               dag.dep_bytes)
             wrote("Paraver", *write_paraver(run, out / f"simulation-{s.label}.prv"))
         if args.chrome:
-            us = 1e6 / result.rate
-            wrote("Chrome/Perfetto", write_chrome(out / f"simulation-{s.label}.json", f"{s.label} cores, {s.policy}", dag.names,
-                                        dag.ids, s.start * us, (s.finish - s.start) * us, s.core, dag.dep_src,
-                                        dag.dep_dst))
+            chrome = write_chrome(out / f"simulation-{s.label}.json", f"{s.label} cores, {s.policy}", dag.names,
+                                  dag.ids, start, finish, core, dag.dep_src, dag.dep_dst, max_bytes)
+            report_split(chrome, args.chrome_max_mb)
+            wrote("Chrome/Perfetto", *chrome.paths)
     if args.plot:
         from tareador.render.plots import GANTT_CORES, GANTT_LIMIT, plot_gantt, plot_profile, plot_speedup
 
