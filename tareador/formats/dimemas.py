@@ -8,15 +8,18 @@ input falls back to slow paths, to name the line at fault.
 
 from __future__ import annotations
 
+import ctypes
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 
 from tareador.errors import DimError
 from tareador.files import output_file, write_text
+from tareador.native import build, compiler
 from tareador.formats.paraver import ParaverRun, pcf_text, task_event_labels, task_type_values
 from tareador.formats.text_rows import Rows, integer
 from tareador.text_columns import byte_words, digit_values, line_chunks, recycle_freed_memory, split_fields
@@ -207,17 +210,55 @@ def read_dim(path: str | Path) -> DimTrace:
         body_start = end + 1
         first_line += 1
     base = np.concatenate([[0], np.cumsum(threads)]).astype(np.int64)
-    nrec = data.count(b"\n", body_start, body_end)
+    nrec = _records_library().count_lines(data, body_start, body_end)
     cols = {k: np.zeros(nrec, t) for k, t in COLUMNS.items()}
     first_pos = np.full(int(base[-1]), -1, np.int64)
     row = 0
     words = byte_words(data)
+    usual = _UsualRecords(cols, first_pos, base)
+    all_usual = True
     for pos, stop in line_chunks(data, body_start, body_end):
-        row += _parse_chunk(data, words, pos, stop, row, first_line, base, cols, first_pos, path)
-    trace = _group_by_thread(name, threads, cols, first_line, path)
+        lines = usual.parse(data, pos, stop, row)
+        all_usual &= lines >= 0
+        row += lines if lines >= 0 else _parse_chunk(data, words, pos, stop, row, first_line, base, cols, first_pos,
+                                                     path)
+    trailer_lines = data[body_end:]
+    del data, words, m  # the file, before regrouping (which may copy every column)
+    trace = _group_by_thread(name, threads, cols, first_line, path, checked=all_usual)
     trace.communicators = communicators
-    _check_trailer(data, body_end, trace, first_pos, path)
+    _check_trailer(trailer_lines, trace, first_pos, path)
     return trace
+
+
+class _UsualRecords:
+    """dim_records.c: the usual forms of records parsed in one pass; a chunk with anything else
+    goes through ``_parse_chunk``, which takes every form and names what is wrong with a line."""
+
+    class _Columns(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_void_p) for name in (*COLUMNS, "first_pos", "base")] + [("ntasks", ctypes.c_int64)]
+
+    def __init__(self, cols: dict[str, np.ndarray], first_pos: np.ndarray, base: np.ndarray):
+        self._base = base  # the struct points into it
+        self._struct = self._Columns(*(cols[name].ctypes.data for name in COLUMNS), first_pos.ctypes.data,
+                                     base.ctypes.data, len(base) - 1)
+
+    def parse(self, data: bytes, start: int, stop: int, row: int) -> int:
+        """Lines of data[start:stop] parsed into rows ``row``...; -1 if one is not of a usual form."""
+        lines = _records_library().parse_records(data, start, stop, row, ctypes.byref(self._struct))
+        return lines if lines >= 0 else -1
+
+
+@cache
+def _records_library() -> ctypes.CDLL:
+    source = Path(__file__).with_name("dim_records.c")
+    path = build("libtareador_dim_records.so", [source], lambda out, tmp: [
+        [compiler(), "-O2", "-fPIC", "-shared", "-Wall", str(source), "-o", str(out)]])
+    lib = ctypes.CDLL(str(path))
+    lib.parse_records.restype = ctypes.c_int64
+    lib.parse_records.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
+    lib.count_lines.restype = ctypes.c_int64
+    lib.count_lines.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64]
+    return lib
 
 
 def _read_definition(line: bytes, ntasks: int, communicators: dict, where: str) -> None:
@@ -359,8 +400,9 @@ def _burst_seconds(arr, words, offset, starts, lengths, is_int, ints, dot) -> np
     return secs
 
 
-def _group_by_thread(name: str, threads: list[int], cols: dict, first_line: int, path) -> DimTrace:
-    """Check partner ids, regroup records by thread if the file interleaves them."""
+def _group_by_thread(name: str, threads: list[int], cols: dict, first_line: int, path, checked: bool) -> DimTrace:
+    """Check partner ids (unless dim_records.c ``checked`` every line), regroup records by thread
+    if the file interleaves them."""
     counts = np.array(threads, np.int64)
     op = cols["op"]
     order = None
@@ -370,10 +412,11 @@ def _group_by_thread(name: str, threads: list[int], cols: dict, first_line: int,
             i = int(np.flatnonzero(mask)[0])
             raise DimError(f"{path}:{first_line + int(i if order is None else order[i])}: {why}")
 
-    comm_op = (op == SEND) | (op == RECV)
-    a, b = cols["a"], cols["b"]
-    fail_if(comm_op & ((b < -1) | (b >= counts[np.clip(a, 0, len(threads) - 1)])), "partner thread outside its task")
-    fail_if(comm_op & (cols["size"] < 0), "negative message size")
+    if not checked:
+        comm_op = (op == SEND) | (op == RECV)
+        a, b = cols["a"], cols["b"]
+        fail_if(comm_op & ((b < -1) | (b >= counts[np.clip(a, 0, len(threads) - 1)])), "partner thread outside its task")
+        fail_if(comm_op & (cols["size"] < 0), "negative message size")
     g = cols["gthread"]
     if len(g) and (g[1:] < g[:-1]).any():
         order = np.argsort(g, kind="stable")
@@ -383,9 +426,9 @@ def _group_by_thread(name: str, threads: list[int], cols: dict, first_line: int,
                     path=str(path), first_line=first_line, file_order=order)
 
 
-def _check_trailer(data: bytes, at: int, trace: DimTrace, first_pos: np.ndarray, path) -> None:
+def _check_trailer(trailer: bytes, trace: DimTrace, first_pos: np.ndarray, path) -> None:
     """The s: lines must give each thread's first record, or Dimemas reads the wrong records."""
-    lines = data[at:].split(b"\n")
+    lines = trailer.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
     if not lines:
