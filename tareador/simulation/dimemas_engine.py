@@ -130,19 +130,18 @@ class _Plan:
     op_size: np.ndarray  # per global operation, its members
 
 
-def _match(first_keys: list[np.ndarray], second_keys: list[np.ndarray], first: np.ndarray, second: np.ndarray,
-           trace: DimTrace, unmatched_first: str | None, unmatched_second: str) -> tuple[np.ndarray, np.ndarray]:
-    """Pair the k-th record of ``first`` with the k-th record of ``second`` that has the same key.
+def _key_groups(first_keys: list[np.ndarray], second_keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The records of ``first`` then ``second`` ordered by key (stable: within a key, all of first
+    then all of second, in trace order), and where each new key starts in that order."""
+    def varies(*parts: np.ndarray) -> bool:
+        parts = [p for p in parts if len(p)]
+        return bool(parts) and min(p.min() for p in parts) != max(p.max() for p in parts)
 
-    ``first``/``second`` are record indices in trace order; returns, for each of ``second``, the
-    position in ``first`` of its partner, and for each of ``first`` its key as a number from 0.
-    ``unmatched_first=None`` allows leftover ``first`` records (an irecv nobody waits for).
-    """
-    n1 = len(first)
-    rec = np.concatenate([first, second])
-    side = np.concatenate([np.zeros(n1, np.int8), np.ones(len(second), np.int8)])
-    cols = [np.concatenate([a, b]) for a, b in zip(first_keys, second_keys)]
-    order = np.lexsort(cols[::-1])  # stable: within a key, all of first then all of second, in trace order
+    # A column the same for all (one tag and communicator, as in ompss.dim) orders nothing.
+    cols = [np.concatenate([a, b]) for a, b in zip(first_keys, second_keys) if varies(a, b)]
+    if not cols:
+        cols = [np.zeros(len(first_keys[0]) + len(second_keys[0]), np.int8)]
+    order = np.lexsort(cols[::-1])
     new = np.ones(len(order), bool)
     if len(order) > 1:
         same = np.ones(len(order) - 1, bool)
@@ -150,18 +149,33 @@ def _match(first_keys: list[np.ndarray], second_keys: list[np.ndarray], first: n
             c = c[order]
             same &= c[1:] == c[:-1]
         new[1:] = ~same
+    return order, new
+
+
+def _match(groups: tuple[np.ndarray, np.ndarray], first: np.ndarray, second: np.ndarray, trace: DimTrace,
+           unmatched_first: str | None, unmatched_second: str) -> tuple[np.ndarray, np.ndarray]:
+    """Pair the k-th record of ``first`` with the k-th record of ``second`` that has the same key
+    (``groups``: ``_key_groups`` of their keys).
+
+    ``first``/``second`` are record indices in trace order; returns, for each of ``second``, the
+    position in ``first`` of its partner, and for each of ``first`` its key as a number from 0.
+    ``unmatched_first=None`` allows leftover ``first`` records (an irecv nobody waits for).
+    """
+    order, new = groups
+    n1 = len(first)
     group = np.cumsum(new) - 1
     start = np.flatnonzero(new)
-    s = side[order]
-    nfirst = np.bincount(group[s == 0], minlength=len(start))
-    nsecond = np.bincount(group[s == 1], minlength=len(start))
+    s = order >= n1  # of second
+    nfirst = np.bincount(group[~s], minlength=len(start))
+    nsecond = np.bincount(group[s], minlength=len(start))
     for bad, pos, why in ((nsecond > nfirst, start + 2 * nfirst, unmatched_second),
                           ((nfirst > nsecond) if unmatched_first else np.zeros(0, bool), start + nsecond,
                            unmatched_first)):
         if bad.any():
             g = int(np.flatnonzero(bad)[0])
-            raise DimError(f"{trace.path}:{trace.line(int(rec[order[pos[g]]]))}: {why}")
-    seconds, firsts = np.flatnonzero(s == 1), np.flatnonzero(s == 0)
+            at = int(order[pos[g]])
+            raise DimError(f"{trace.path}:{trace.line(int(first[at] if at < n1 else second[at - n1]))}: {why}")
+    seconds, firsts = np.flatnonzero(s), np.flatnonzero(~s)
     result = np.empty(len(second), np.int64)
     result[order[seconds] - n1] = order[seconds - nfirst[group[seconds]]]
     keys = np.empty(n1, np.int64)
@@ -169,14 +183,21 @@ def _match(first_keys: list[np.ndarray], second_keys: list[np.ndarray], first: n
     return result, keys
 
 
-def plan(trace: DimTrace, machine: Machine) -> _Plan:
-    ntasks = len(trace.threads)
-    base = trace.task_base
-    task_of = np.repeat(np.arange(ntasks), trace.threads)
-    node_of_task = np.array(machine.node_of_tasks(ntasks), np.int64)
-    op, mode, g = trace.op, trace.mode, trace.gthread
+@dataclass
+class _Messages:
+    """Sends and receives paired: sends numbered in trace order, each receive and wait given its
+    send's number."""
 
-    sends = np.flatnonzero(op == SEND)
+    recvs: np.ndarray  # receive and irecv records
+    recv_msg: np.ndarray
+    waits: np.ndarray  # wait records
+    wait_msg: np.ndarray
+    send_key: np.ndarray  # per send, its (sender, receiver, tag, communicator) as a number from 0
+    by_irecv: np.ndarray  # per send: an irecv took it
+
+
+def _messages(trace: DimTrace, task_of: np.ndarray, sends: np.ndarray) -> _Messages:
+    op, mode, g, base = trace.op, trace.mode, trace.gthread, trace.task_base
     recvs = np.flatnonzero((op == RECV) & (mode <= 1))
     waits = np.flatnonzero((op == RECV) & (mode >= 2))
 
@@ -195,35 +216,59 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
         what = (trace.tag[idx].astype(np.int64) << 32) + trace.comm[idx] + (1 << 31)
         return [who, what]
 
-    msg = np.full(len(op), -1, np.int64)
-    msg[sends] = np.arange(len(sends))
-    msg[recvs], send_key = _match(key(sends, True), key(recvs, False), sends, recvs, trace,
-                                  "send without a matching receive", "receive without a matching send")
+    # The keys are arguments of _key_groups only, so that they are gone before matching.
+    recv_msg, send_key = _match(_key_groups(key(sends, True), key(recvs, False)), sends, recvs, trace,
+                                "send without a matching receive", "receive without a matching send")
+    wait_msg = np.zeros(0, np.int64)
     if len(waits):
         irecvs = recvs[mode[recvs] == 1]
-        msg[waits] = msg[irecvs[_match(key(irecvs, False), key(waits, False), irecvs, waits, trace, None,
-                                       "wait without a matching irecv")[0]]]
+        wait_msg = recv_msg[mode[recvs] == 1][_match(_key_groups(key(irecvs, False), key(waits, False)), irecvs,
+                                                     waits, trace, None, "wait without a matching irecv")[0]]
     by_irecv = np.zeros(len(sends), bool)
-    by_irecv[msg[recvs]] = mode[recvs] == 1
+    by_irecv[recv_msg] = mode[recvs] == 1
+    return _Messages(recvs, recv_msg, waits, wait_msg, send_key, by_irecv)
 
-    glops = np.flatnonzero(op == GLOBAL_OP)
-    msg[glops] = np.arange(len(glops))
-    gop_op, gop_root, gop_time, gop_startup, op_size = plan_global_ops(trace, machine, node_of_task, glops)
 
-    # Actions: every burst (an empty one is a scheduling point too), send, receive and global
-    # operation, and one per run of consecutive events: what events change is only whether a
-    # thread's next action is a burst, and the priority the run leaves set.
+def _actions(trace: DimTrace, machine: Machine, sends: np.ndarray, m: _Messages, glops: np.ndarray):
+    """(record, kind, value, thread_start) per action of the loop: every burst (an empty one is a
+    scheduling point too), send, receive and global operation, and one per run of consecutive
+    events: what events change is only whether a thread's next action is a burst, and the
+    priority the run leaves set. Built by position, without a column per record."""
+    op, g = trace.op, trace.gthread
     events = np.flatnonzero(op == EVENT)
     run_start = _event_runs(events, g)
     keep = (op == BURST) | (op == SEND) | (op == RECV) | (op == GLOBAL_OP)
     keep[events[run_start]] = True
-    record = np.flatnonzero(keep)
-    kind = np.select([op[record] == BURST, op[record] == SEND, (op[record] == RECV) & (mode[record] == 0),
-                      (op[record] == RECV) & (mode[record] == 1), op[record] == RECV, op[record] == GLOBAL_OP],
-                     [A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_GLOBAL], A_EVENT)
-    value = np.where(kind == A_BURST, trace.secs[record] * NS / machine.relative_speed, msg[record].astype(float))
-    value[kind == A_EVENT] = _run_priorities(trace, machine, events, run_start)
-    thread_start = np.searchsorted(g[record], np.arange(len(trace.thread_start)))
+    before = np.zeros(len(op) + 1, np.int64 if len(op) >= 1 << 31 else np.int32)
+    np.cumsum(keep, out=before[1:])  # actions before each record
+    del keep
+    record = np.empty(int(before[-1]), before.dtype)
+    kind = np.full(len(record), A_EVENT, np.int8)
+    value = np.empty(len(record))
+    bursts = np.flatnonzero(op == BURST)
+    for rows, kinds, values in ((bursts, A_BURST, trace.secs[bursts] * NS / machine.relative_speed),
+                                (sends, A_SEND, np.arange(len(sends))),
+                                (m.recvs, np.where(trace.mode[m.recvs] == 0, A_RECV, A_IRECV), m.recv_msg),
+                                (m.waits, A_WAIT, m.wait_msg), (glops, A_GLOBAL, np.arange(len(glops))),
+                                (events[run_start], A_EVENT, _run_priorities(trace, machine, events, run_start))):
+        at = before[rows]
+        record[at], kind[at], value[at] = rows, kinds, values
+    return record, kind, value, before[trace.thread_start]
+
+
+def plan(trace: DimTrace, machine: Machine) -> _Plan:
+    ntasks = len(trace.threads)
+    base = trace.task_base
+    task_of = np.repeat(np.arange(ntasks), trace.threads)
+    node_of_task = np.array(machine.node_of_tasks(ntasks), np.int64)
+    mode, g = trace.mode, trace.gthread
+    sends = np.flatnonzero(trace.op == SEND)
+    m = _messages(trace, task_of, sends)
+    glops = np.flatnonzero(trace.op == GLOBAL_OP)
+    gop_op, gop_root, gop_time, gop_startup, op_size = plan_global_ops(trace, machine, node_of_task, glops)
+    record, kind, value, thread_start = _actions(trace, machine, sends, m, glops)
+    send_key, by_irecv = m.send_key, m.by_irecv
+    del m
 
     sender = g[sends]
     dest_task = trace.a[sends]
@@ -248,7 +293,7 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
         network["bus"][dependency] = -1
     node = node_of_task[task_of].astype(np.int32)
     busiest = int(np.bincount(node).max(initial=1))  # threads of the node with most
-    return _Plan(kind=kind.astype(np.int8), value=value, record=record, thread_start=thread_start, node=node,
+    return _Plan(kind=kind, value=value, record=record, thread_start=thread_start.astype(np.int64), node=node,
                  cpus=min(machine.cores_per_node, busiest), key=send_key, nkeys=int(send_key.max(initial=-1)) + 1,
                  latency=latency, transfer=transfer, rendezvous=((mode[sends] & SYNC_RENDEZVOUS) > 0) | other_thread,
                  immediate=(mode[sends] & SYNC_IMMEDIATE) > 0, by_irecv=by_irecv, size=size, tag=trace.tag[sends],
@@ -260,7 +305,7 @@ def _check_durations(trace: DimTrace, machine: Machine, kind, value, latency, tr
     """Refuse what the loop could not finish: times beyond what a double counts, or a round-robin
     quantum that cuts the bursts (latencies are bursts too) into more slices than MAX_SLICES."""
     bursts = np.concatenate([value[kind == A_BURST],
-                             latency[value[np.isin(kind, (A_SEND, A_RECV, A_WAIT))].astype(np.int64)]])
+                             latency[value[(kind == A_SEND) | (kind == A_RECV) | (kind == A_WAIT)].astype(np.int64)]])
     total = bursts.sum()
     if not np.isfinite(total + transfer.sum()):
         raise MachineError(f"{trace.path}: on this machine its bursts, latencies and transfers take longer than "
