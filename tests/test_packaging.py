@@ -51,7 +51,8 @@ def test_the_wheel_carries_the_sources_and_machines(dist):
     assert "tareador/machines/scheduler_ss_mpi_cp.cfg" in names  # what smp_cp.cfg names
     for source in ("annotations/tareador.h", "tracer_agents/agent.js", "tracer_agents/shadow.c"):
         assert f"tareador/_sources/{source}" in names
-    assert "tareador/simulation/engine_loop.c" in names and "tareador/formats/text_rows.c" in names
+    for source in ("simulation/engine_loop.c", "formats/text_rows.c", "formats/dim_records.c", "taskgraph/levels.c"):
+        assert f"tareador/{source}" in names
     metadata = zipfile.ZipFile(wheel).read(f"tareador-{__version__}.dist-info/METADATA").decode()
     assert "License-Expression: BSD-3-Clause" in metadata and "Requires-Python: >=3.11" in metadata
 
