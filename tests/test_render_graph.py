@@ -7,9 +7,10 @@ import re
 from tareador.cli.main import main
 from tareador.render.graph import write_graph
 from tareador.render.summary import format_summary
+from tareador.taskgraph.dag import contract
 from tareador.taskgraph.model import Dependency, Fragment, TaskTrace
 from tareador.tracing.run import trace
-from tests.helpers import EXAMPLES
+from tests.helpers import EXAMPLES, write_c
 
 
 def diamond() -> TaskTrace:
@@ -62,6 +63,59 @@ def test_a_huge_graph_is_written_without_the_quadratic_reduction(tmp_path):
     out = write_graph(TaskTrace(tasks, deps, [], {}), tmp_path, collapse="never", report=lambda message: None)
     edges = dot_edges(out["graph (dot)"])
     assert len(edges) == len(deps) and (1, 3) in edges
+
+
+WAVES = r"""
+#include <stdlib.h>
+#include "tareador.h"
+static void produce(double *v, int i, int k) { v[i] = v[i] * 0.5 + k + i; }
+int main(int argc, char **argv) {
+  int w = atoi(argv[1]), waves = atoi(argv[2]);
+  double *v = calloc(w, sizeof *v), total = 0;
+  tareador_ON();
+  for (int k = 0; k < waves; k++) {
+    for (int i = 0; i < w; i++) {
+      tareador_start_task("produce");
+      produce(v, i, k);
+      tareador_end_task("produce");
+    }
+    for (int i = 0; i < w; i++) total += v[i];  /* main waits for the whole wave */
+  }
+  tareador_OFF();
+  return total < 0;
+}
+"""
+
+
+def test_main_joining_waves_is_drawn_not_folded_past_the_layout_limit(compile_c, tmp_path, capsys):
+    """W tasks per wave, each reading its predecessor of the previous wave; main sums every
+    result before creating the next wave. Past 2000 nodes nothing is reduced, and folding that
+    main fragment would join each task to every task of every later wave (W^2 K^2 / 2 edges:
+    2,050,000 here, a 91 MB DOT). It stays, drawn as the join it is; main's other fragments
+    (one predecessor, or none, or no successor) fold away. Edges: task -> task of the next
+    wave W(K-1), task -> its wave's join W(K-1), join -> each task of the next wave W(K-1),
+    join -> next join K-2: 6039 for W = 50, K = 41."""
+    w, waves = 50, 41
+    exe = compile_c(write_c(tmp_path, "waves", WAVES))
+    trace([str(exe), str(w), str(waves)], tmp_path / "t", progress=False)
+    assert main(["graph", str(tmp_path / "t"), "--collapse", "never", "-o", str(tmp_path / "g")]) == 0
+    assert "main's fragments that join many tasks to many are drawn" in capsys.readouterr().err
+    text = (tmp_path / "g" / "graph.dot").read_text()
+    joins = {int(j) for j in re.findall(r"^\s*(\d+) \[label=\"main #", text, re.M)}
+    edges = dot_edges(tmp_path / "g" / "graph.dot")
+    assert len(joins) == waves - 1 and len(edges) == 3 * w * (waves - 1) + waves - 2
+    into, out_of = {j: sum(d == j for _, d in edges) for j in joins}, {j: sum(s == j for s, _ in edges) for j in joins}
+    assert set(into.values()) == {w, w + 1} and set(out_of.values()) == {w + 1, w}  # the first and last joins
+
+
+def test_contract_adds_no_edge():
+    """A node with one predecessor or one successor (or two of each) is contracted, the others
+    stay; contracting in order, a chain of them folds into its first predecessor."""
+    edges = [(1, 10), (2, 10), (3, 10), (10, 4), (10, 5), (10, 6), (7, 11), (11, 12), (12, 8), (12, 9)]
+    folded, kept = contract(edges, [10, 11, 12])
+    assert kept == [10] and folded == {(1, 10), (2, 10), (3, 10), (10, 4), (10, 5), (10, 6), (7, 8), (7, 9)}
+    folded, kept = contract([(1, 3), (2, 3), (3, 4), (3, 5)], [3])  # two and two: 4 edges either way
+    assert kept == [] and folded == {(1, 4), (1, 5), (2, 4), (2, 5)}
 
 
 def test_labels_legend_and_no_war(tmp_path):

@@ -22,6 +22,7 @@ from tareador.errors import ToolchainError
 from tareador.files import printable, write_bytes, write_text
 from tareador.render.summary import human, plural, work_by_type
 from tareador.system_packages import how_to_install
+from tareador.taskgraph.dag import contract
 from tareador.taskgraph.model import PROGRAM, RAW, TaskTrace
 
 PALETTE = ["#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377", "#BBBBBB", "#EE8866",
@@ -44,27 +45,33 @@ def _width(instructions: int, largest: int) -> float:
     return round(0.5 + 2.0 * math.sqrt(instructions / largest), 2) if largest else 0.5
 
 
-def drawn_edges(trace: TaskTrace, all_edges: bool, show_main: bool = False) -> list[tuple[int, int]]:
-    """RAW and ordering edges between the fragments drawn, transitive ones removed unless asked.
+def drawn_edges(trace: TaskTrace, all_edges: bool,
+                show_main: bool = False) -> tuple[list[tuple[int, int]], set[int]]:
+    """RAW and ordering edges between the fragments drawn, transitive ones removed unless asked;
+    and the fragments of main drawn although main is folded.
 
     With main folded, an order that only main's code implies (a task whose result main reads
     before creating another) stays visible as an edge between the two tasks: main's fragments are
-    contracted, each one's predecessors joined to its successors.
+    contracted, each one's predecessors joined to its successors. Without the transitive
+    reduction that is quadratic (a program that waits for all its tasks before creating the next
+    ones joins each task to every later one), so there a fragment is contracted only where that
+    adds no edge, and the others are drawn: the joins they are.
     """
     g = trace.graph
     kept = nx.DiGraph()
     kept.add_nodes_from(g.nodes)
     kept.add_edges_from((s, d) for s, d, a in g.edges(data=True) if a["order"] or any(x.kind == RAW for x in a["deps"]))
-    if not all_edges:
-        kept = nx.transitive_reduction(kept)
-    if not show_main:
-        for t in trace.fragments:
-            if t.is_main:
-                kept.add_edges_from((p, s) for p in kept.predecessors(t.id) for s in kept.successors(t.id))
-                kept.remove_node(t.id)
-        if not all_edges:
-            kept = nx.transitive_reduction(kept)
-    return sorted(kept.edges)
+    if show_main:
+        return sorted(kept.edges if all_edges else nx.transitive_reduction(kept).edges), set()
+    mains = [t.id for t in trace.fragments if t.is_main]
+    if all_edges:
+        edges, joins = contract(kept.edges, mains)
+        return sorted(edges), set(joins)
+    kept = nx.transitive_reduction(kept)
+    for m in mains:
+        kept.add_edges_from((p, s) for p in kept.predecessors(m) for s in kept.successors(m))
+        kept.remove_node(m)
+    return sorted(nx.transitive_reduction(kept).edges), set()
 
 
 def _text(name: str) -> str:
@@ -105,9 +112,10 @@ def instance_graph(trace: TaskTrace, all_edges: bool, show_main: bool = False) -
     largest = max((t.instructions for t in trace.fragments), default=0)
     dot = graphviz.Digraph("tasks", graph_attr={"rankdir": "TB", "label": "task dependency graph", "labelloc": "t"})
     dot.node("legend", _legend(trace, colours), shape="plaintext")
+    edges, joins = drawn_edges(trace, all_edges, show_main)
     fragments: dict[int, list] = defaultdict(list)
     for t in trace.fragments:
-        if show_main or not t.is_main:
+        if show_main or not t.is_main or t.id in joins:
             fragments[t.instance].append(t)
     for instance, parts in fragments.items():
         head = parts[0]
@@ -125,7 +133,7 @@ def instance_graph(trace: TaskTrace, all_edges: bool, show_main: bool = False) -
             dot.subgraph(graph)
     g = trace.graph
     by_id = {t.id: t for t in trace.fragments}
-    for s, d in drawn_edges(trace, all_edges, show_main):
+    for s, d in edges:
         deps = g.edges[s, d]["deps"] if g.has_edge(s, d) else []
         # main -> the task it creates is an order edge anyway: the loop variables it reads add nothing.
         creation = by_id[s].is_main and by_id[d].parent == s
@@ -195,7 +203,8 @@ def write_graph(trace: TaskTrace, out_dir: str | Path, *, all_edges: bool = Fals
         if layouts and report:
             report(f"graph.{'/'.join(layouts)} not drawn: Graphviz takes minutes to hours to lay out {nodes} nodes "
                    "(about 45 s for 2000); graph.dot is written with every edge (no transitive reduction at this "
-                   "size), or draw task types with --collapse auto")
+                   "size; main's fragments that join many tasks to many are drawn, not folded), or draw task types "
+                   "with --collapse auto")
         return written
     for fmt in layouts:
         if shutil.which("dot") is None:

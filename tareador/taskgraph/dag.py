@@ -11,6 +11,7 @@ into them.
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -251,3 +252,31 @@ def _levels_library() -> ctypes.CDLL:
     lib.bottom_levels.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
                                   ctypes.c_void_p]
     return lib
+
+
+def contract(edges: Iterable[tuple[int, int]], nodes: Iterable[int]) -> tuple[set[tuple[int, int]], list[int]]:
+    """The graph ``edges`` with ``nodes`` contracted out, one after another, where that adds no
+    edges: a node with one predecessor or one successor (or two of each) is replaced by edges
+    from each predecessor to each successor; the others stay, as the joins they are. Returns
+    (edges, the nodes that stay). Linear in the edges, where contracting every node is quadratic:
+    a program that waits for all its tasks before creating the next ones would join each task
+    to every later one."""
+    succ: dict[int, set[int]] = {}
+    pred: dict[int, set[int]] = {}
+    for s, d in edges:
+        succ.setdefault(s, set()).add(d)
+        pred.setdefault(d, set()).add(s)
+    kept = []
+    for v in nodes:
+        before, after = pred.pop(v, set()), succ.pop(v, set())
+        if len(before) * len(after) > len(before) + len(after):
+            pred[v], succ[v] = before, after
+            kept.append(v)
+            continue
+        for p in before:
+            succ[p].discard(v)
+            succ[p] |= after
+        for s in after:
+            pred[s].discard(v)
+            pred[s] |= before
+    return {(s, d) for s, targets in succ.items() for d in targets}, kept
