@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 
 from tareador.errors import DimError
+from tareador.formats import dimemas
 from tareador.formats.dimemas import read_dim, write_dim
+from tareador.formats.paraver import task_type_values
+from tareador.synthesis import ompss
 from tareador.synthesis.ompss import write_dim_traces
 from tareador.taskgraph.dag import dag_from_trace
 from tests.helpers import make
@@ -92,3 +95,65 @@ def test_fields_beyond_32_bits_are_refused_not_wrapped(tmp_path, record, expecte
     with pytest.raises(DimError) as e:
         read_dim(path)
     assert str(e.value).startswith(f"{path}:3: {expected}: ")
+
+
+def numpy_path(monkeypatch) -> None:
+    """Every chunk through the numpy parser, as for a line dim_records.c does not take."""
+    monkeypatch.setattr(dimemas._UsualRecords, "parse", lambda self, data, start, stop, row: -1)
+
+
+USUAL = ["1:0:0:1.5\n1:0:0:7\n1:0:0:5.\n1:0:0:.25\n1:0:0:0.000000001\n20:0:0:7003:-2\n0:0:0\n"
+         "2:0:0:1:1048576:1:0:0\n2:0:0:1:0:8:-9:3:3\n2:0:0:1:0:8:9:2147483647:1\n"
+         "10:0:0:11:1:0:0:8:8\n10:0:0:3:1:1:0:0:16:2\n",
+         "1:1:0:0.0\n3:1:0:0:1048576:1:0:0\n3:1:0:0:0:8:-9:0:1\n3:1:0:0:0:8:-9:0:2\n3:1:0:0:0:8:9:2147483647:0\n"
+         "10:1:0:11:1:0:0:8:8\n10:1:0:3:1:0:0:16:0:2\n20:1:0:-2147483648:9999999999999999\n"]
+
+
+@pytest.mark.parametrize("unusual", [None, "1:0:0:2.5e-3\n", "1:0:0:12345678901.000000001\n",
+                                     "1:0:0:1234567890123456789\n"])
+def test_the_c_parser_reads_what_the_numpy_path_reads(tmp_path, monkeypatch, unusual):
+    """Every record kind in every form, through dim_records.c; a line it does not take (an
+    exponent, more than 15 digits, a value past 16 digits) sends its chunk to the numpy path,
+    and the columns are the same either way."""
+    blocks = [USUAL[0] + (unusual or ""), USUAL[1]]
+    path = write_dim(tmp_path / "u.dim", "u", [1, 1], blocks, {1: (0, 1)})
+    fast = read_dim(path)
+    numpy_path(monkeypatch)
+    slow = read_dim(path)
+    for column in dimemas.COLUMNS:
+        assert np.array_equal(getattr(fast, column), getattr(slow, column)), column
+    assert fast.thread_start.tolist() == slow.thread_start.tolist() == [0, 12 + bool(unusual), 20 + bool(unusual)]
+    assert fast.b[7] == -1 and fast.tag[8] == -9 and fast.comm[9] == 2**31 - 1 and fast.mode[10] == 1
+
+
+def test_out_of_range_values_are_refused_with_the_c_parser_on(tmp_path):
+    """A partner thread beyond its task and a negative size: the C parser leaves the chunk to
+    the numpy path, which names the line."""
+    for record, expected in (("3:1:0:0:1:8:9:0:0\n", "partner thread outside its task"),
+                             ("3:1:0:0:-8:9:0:0\n", "negative message size")):
+        path = write_dim(tmp_path / "r.dim", "r", [1, 1], ["1:0:0:1\n", record])
+        with pytest.raises(DimError, match=f"r.dim:3: {expected}"):
+            read_dim(path)
+
+
+def test_bulk_ompss_dim_is_the_template_text(tmp_path):
+    """ompss.dim made in bulk equals the thread blocks ``task_thread`` and ``dependency_records``
+    (shared with the MPI/OmpSs traces) give, byte for byte."""
+    rng = np.random.default_rng(3)
+    n = 40
+    src = rng.integers(0, n - 1, 90)
+    dst = src + rng.integers(1, 5, 90)
+    keep = dst < n
+    pairs = np.unique(src[keep] * n + dst[keep])
+    src, dst = pairs // n, pairs % n
+    names = [rng.choice(["a", "b", "main"]) for _ in range(n)]
+    work = rng.integers(0, 10**7, n)
+    priority = rng.integers(0, 50, n).tolist()
+    ompss.write_ompss(tmp_path / "bulk.dim", names, work, src, dst, priority, 2.4e9)
+    values = task_type_values(names)
+    receive, send = ompss.dependency_records(0, 0)
+    blocks = [ompss.task_thread(0, i, priority[i], values[names[i]],
+                                "".join(receive.format(i, p) for p in src[dst == i].tolist()),
+                                f"1:0:{i}:{work[i] / 2.4e9:.9f}\n",
+                                "".join(send.format(i, s) for s in dst[src == i].tolist())) for i in range(n)]
+    assert (tmp_path / "bulk.dim").read_bytes() == write_dim(tmp_path / "text.dim", "ompss", [n], blocks).read_bytes()

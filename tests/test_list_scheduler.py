@@ -10,6 +10,7 @@ import pytest
 from tareador.analyses.speedup import parallelism_profile, study, utilisation
 from tareador.simulation.list_scheduler import simulate
 from tareador.simulation.machine import Machine
+from tareador.taskgraph import dag as dag_module
 from tareador.taskgraph.dag import dag_from_trace, load_dag
 from tareador.taskgraph.metrics import schedule_edges
 from tareador.taskgraph.model import Dependency, Fragment, TaskTrace
@@ -194,3 +195,20 @@ def test_ids_need_not_be_row_numbers():
                                       x.start, x.end, x.instructions) for x in t.fragments],
                         [Dependency(d.src + 100, d.dst + 100, d.kind, d.object, d.bytes) for d in t.deps], t.objects)
     assert makespans(shifted, [1, 2, None]) == makespans(t, [1, 2, None]) == [40, 20, 10]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_native_bottom_levels_are_the_python_ones(seed, monkeypatch):
+    """levels.c on graphs whose edges go forward (every traced one) gives what the Python walk
+    gives; a graph whose edges do not (ids out of creation order) takes the walk."""
+    rng = random.Random(seed)
+    dag = dag_from_trace(random_trace(rng, rng.randint(2, 300)))
+    duration = dag.weight + np.array([rng.randint(0, 9) for _ in range(dag.n)])
+    assert dag_module.forward_sorted(dag)
+    native = dag_module.bottom_levels(dag, duration)
+    monkeypatch.setattr(dag_module, "forward_sorted", lambda d: False)
+    assert native == dag_module.bottom_levels(dag, duration)
+    backwards = dag_from_trace(make([("main", -1, 1), ("a", 0, 5), ("b", 0, 7)], [(2, 1)]))
+    monkeypatch.undo()
+    assert not dag_module.forward_sorted(backwards)
+    assert dag_module.bottom_levels(backwards, backwards.weight) == [13, 5, 12]

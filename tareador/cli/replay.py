@@ -93,7 +93,7 @@ def _replay(args, trace, machine, progress, max_bytes: int):
         written += write_paraver(result.paraver, args.prv)[:1]
     if args.chrome:
         chrome = write_replay_chrome(args.chrome, Path(args.trace).name, result.paraver, max_bytes)
-        report_split(chrome, args.chrome_max_mb)
+        report_split(chrome, max_bytes)
         written += chrome.paths
     return result, written
 

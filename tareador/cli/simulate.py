@@ -9,7 +9,6 @@ from pathlib import Path
 
 from tareador.cli.mapping import add_ranks_per_node
 from tareador.errors import UserError
-from tareador.formats.chrome import DEFAULT_MAX_BYTES
 
 
 def register(subparsers) -> None:
@@ -41,27 +40,32 @@ def register(subparsers) -> None:
 
 
 def add_chrome_limit(p) -> None:
-    p.add_argument("--chrome-max-mb", type=float, default=DEFAULT_MAX_BYTES / 1e6, metavar="MB",
+    p.add_argument("--chrome-max-mb", type=float, metavar="MB",
                    help="split a Chrome JSON larger than this by time into parts that each open in a browser "
-                        f"(default {DEFAULT_MAX_BYTES / 1e6:g} MB: chrome://tracing fails at 256 MiB)")
+                        "(default 256 MB: chrome://tracing fails at 256 MiB)")
 
 
 def chrome_limit(args) -> int:
-    """--chrome-max-mb in bytes; UserError unless positive."""
+    """--chrome-max-mb in bytes (formats.chrome's default if not given); UserError unless positive."""
+    from tareador.formats.chrome import DEFAULT_MAX_BYTES
+
+    if args.chrome_max_mb is None:
+        return DEFAULT_MAX_BYTES
     if not 0 < args.chrome_max_mb < float("inf"):
         raise UserError(f"--chrome-max-mb must be a positive size in MB, not {args.chrome_max_mb:g}")
     return int(args.chrome_max_mb * 1e6)
 
 
-def report_split(output, option_value: float) -> None:
+def report_split(output, max_bytes: int) -> None:
     """Says on stderr why a Chrome JSON came out in parts, and what they left out."""
     if len(output.paths) == 1:
         return
     first, last = output.paths[0], output.paths[-1]
     arrows = f"; {output.arrows_left_out} arrows between two parts are in neither" if output.arrows_left_out else ""
     print(f"tareador: {first.name.replace('-part1', '')} would be {size_text(output.unsplit)}, more than "
-          f"--chrome-max-mb {option_value:g} (chrome://tracing fails at 256 MiB): written by time as "
-          f"{len(output.paths)} parts that each open on their own, {first.name} .. {last.name}{arrows}", file=sys.stderr)
+          f"--chrome-max-mb {max_bytes / 1e6:g} (chrome://tracing fails at 256 MiB): written by time as "
+          f"{len(output.paths)} parts that each open on their own, {first.name} .. {last.name}{arrows}",
+          file=sys.stderr)
 
 
 def size_text(nbytes: int) -> str:
@@ -222,7 +226,7 @@ def _write_outputs(args, out: Path, dag, result, machine, max_bytes: int) -> dic
         if args.chrome:
             chrome = write_chrome(out / f"simulation-{s.label}.json", f"{s.label} cores, {s.policy}", dag.names,
                                   dag.ids, start, finish, core, dag.dep_src, dag.dep_dst, max_bytes)
-            report_split(chrome, args.chrome_max_mb)
+            report_split(chrome, max_bytes)
             wrote("Chrome/Perfetto", *chrome.paths)
     if args.plot:
         from tareador.render.plots import GANTT_CORES, GANTT_LIMIT, plot_gantt, plot_profile, plot_speedup

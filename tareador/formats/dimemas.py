@@ -19,9 +19,9 @@ import numpy as np
 
 from tareador.errors import DimError
 from tareador.files import output_file, write_text
-from tareador.native import build, compiler
 from tareador.formats.paraver import ParaverRun, pcf_text, task_event_labels, task_type_values
 from tareador.formats.text_rows import Rows, integer
+from tareador.native import build, compiler
 from tareador.text_columns import byte_words, digit_values, line_chunks, recycle_freed_memory, split_fields
 
 BURST, SEND, RECV, GLOBAL_OP, EVENT, NOOP = 1, 2, 3, 10, 20, 0
@@ -415,7 +415,8 @@ def _group_by_thread(name: str, threads: list[int], cols: dict, first_line: int,
     if not checked:
         comm_op = (op == SEND) | (op == RECV)
         a, b = cols["a"], cols["b"]
-        fail_if(comm_op & ((b < -1) | (b >= counts[np.clip(a, 0, len(threads) - 1)])), "partner thread outside its task")
+        outside = (b < -1) | (b >= counts[np.clip(a, 0, len(threads) - 1)])
+        fail_if(comm_op & outside, "partner thread outside its task")
         fail_if(comm_op & (cols["size"] < 0), "negative message size")
     g = cols["gthread"]
     if len(g) and (g[1:] < g[:-1]).any():

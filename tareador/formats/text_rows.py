@@ -90,13 +90,19 @@ class _LayoutStruct(ctypes.Structure):
 
 class Rows:
     """Records to write: record k in ``layouts[layout_of[k]]`` (layout 0 if None), its fields
-    taken at row ``source[k]`` of their columns (k itself if None)."""
+    taken at row ``source[k]`` of their columns (k itself if None: as many records as the first
+    layout's columns have rows, or as ``layout_of`` has)."""
 
     def __init__(self, layouts: Sequence[Layout], source: np.ndarray | None = None,
-                 layout_of: np.ndarray | None = None, count: int | None = None):
+                 layout_of: np.ndarray | None = None):
         fields = [[f if isinstance(f, Field) else Field(LITERAL, text=f.encode() if isinstance(f, str) else f)
                    for f in layout] for layout in layouts]
-        self.count = len(source) if source is not None else count if count is not None else len(layout_of)
+        if source is not None:
+            self.count = len(source)
+        elif layout_of is not None:
+            self.count = len(layout_of)
+        else:
+            self.count = min((len(f.column) for f in fields[0] if f.column is not None), default=0)
         self.source = np.ascontiguousarray(np.arange(self.count) if source is None else source, np.int64)
         self.layout_of = None if layout_of is None else np.ascontiguousarray(layout_of, np.int8)
         self.bound = max((sum(f.bound() for f in layout) for layout in fields), default=0)
