@@ -260,7 +260,7 @@ function loadNative(options) {
   for (const name of ['tr_enter_allocator', 'tr_leave_allocator', 'tr_add_object', 'tr_add_latent', 'tr_claim',
     'tr_remove_object_at', 'tr_unmap', 'tr_move_object', 'tr_mark_written'])
     symbols[name] = lib.getExportByName(name);
-  for (const name of ['tr_function_enter', 'tr_function_return', 'tr_return_stub'])
+  for (const name of ['tr_function_enter', 'tr_function_return', 'tr_return_stub', 'tr_xsave_bytes'])
     symbols[name] = lib.getExportByName(name);
   const functions = taskFunctions(options.taskFunctions, lib);
   symbols.tareador_functions = functions.table;

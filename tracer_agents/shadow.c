@@ -28,6 +28,7 @@
  * (and see sys() below).
  */
 #define _GNU_SOURCE
+#include <cpuid.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -50,11 +51,12 @@ enum { ERROR_NONE = 0, ERROR_END_WITHOUT_START = 1, ERROR_END_MISMATCH = 2, ERRO
 
 typedef struct { uint64_t address; uint64_t info; } AccessRecord;
 
-/* Layout shared with transform.c: keep the first three fields in this order. */
+/* Layout shared with transform.c: keep the first five fields in this order. */
 typedef struct {
   AccessRecord *cursor;
   AccessRecord *limit;
   uint64_t instructions;
+  uint64_t string_start[2];   /* rdi and rsi before a repeated string instruction (transform.c) */
   AccessRecord *buffer;
   uint64_t buffer_records;
   uint64_t accesses;
@@ -1190,7 +1192,19 @@ void *tr_map_at(uint64_t hint, uint64_t bytes) {
 /* mpi.c keeps its tables in memory it grows through here (a CModule's statics are read-only). */
 void *tr_grow(void *table, uint64_t *capacity, uint64_t row_size) { return grow(table, capacity, row_size); }
 
+/* The bytes an xsave writes (and an xrstor reads) for every state component enabled in XCR0:
+ * CPUID leaf 0xD's EBX, the standard format's size. transform.c records that whole area, which
+ * is exact for xsave and xrstor with all components requested (as the C library's use) and
+ * conservative for a smaller request or the compacted xsavec. */
+uint64_t tr_xsave_bytes;
+
+static uint64_t xsave_bytes(void) {
+  unsigned int a, b, c, d;
+  return __get_cpuid_count(0xd, 0, &a, &b, &c, &d) ? b : 512;
+}
+
 int tr_init(uint64_t buffer_records, uint64_t stack_low, uint64_t stack_high) {
+  tr_xsave_bytes = xsave_bytes();
   directory = map(DIRECTORY_SIZE * sizeof(ShadowChunk *));
   tr_state.buffer = map(buffer_records * sizeof(AccessRecord));
   edge_slots = map(1024 * sizeof(uint32_t));

@@ -17,7 +17,8 @@
 #define RED_ZONE 128
 #define CHECK_EVERY 2048
 
-typedef struct { gpointer cursor; gpointer limit; guint64 instructions; } TracerStateHead;
+typedef struct { gpointer cursor; gpointer limit; guint64 instructions; guint64 string_start[2]; } TracerStateHead;
+#define STRING_START 24   /* offset of string_start */
 
 extern TracerStateHead tr_state;
 extern void tr_flush_callout (GumCpuContext * cpu, gpointer data);
@@ -26,6 +27,7 @@ extern void tr_translated (guint64 translated, guint64 original);
 extern void tr_function_enter (const char * name, guint64 sp, guint64 rbp);
 extern void tr_function_return (guint64 sp);
 extern guint64 tr_return_stub;
+extern guint64 tr_xsave_bytes;
 /* Filled by the agent: [start, end) pairs of code to analyse, and of the program's own code (not
  * a system library's: its accesses are flagged ACCESS_PROGRAM), each ended by a 0 pair; and the
  * addresses of the marker functions indexed by marker kind (0 where absent). */
@@ -87,9 +89,23 @@ static gboolean is_analysable (const x86_op_mem * m)
   return m->disp + RED_ZONE + 16 == (gint32) (m->disp + RED_ZONE + 16);
 }
 
-/* Computes the operand's address into rax, with rax and rbx pushed below the red zone. */
-static void put_address (GumX86Writer * w, const cs_insn * insn, const x86_op_mem * m)
+/* One access of an instruction: the bytes at mem, as the instruction computes it before it runs
+ * (xlat: [rbx + al]). */
+typedef struct { x86_op_mem mem; guint32 size; guint32 write; gboolean xlat; } Access;
+
+#define MAX_ACCESSES 8
+
+/* Computes the access's address into rax, with rax and rbx pushed below the red zone. */
+static void put_address (GumX86Writer * w, const cs_insn * insn, const Access * a)
 {
+  static const guint8 zero_extend_al[] = { 0x0f, 0xb6, 0xc0 };   /* movzx eax, al */
+  const x86_op_mem * m = &a->mem;
+  if (a->xlat)
+  {
+    gum_x86_writer_put_bytes (w, zero_extend_al, sizeof (zero_extend_al));
+    put_lea (w, 0 /* rax */, 3 /* rbx */, 0 /* rax */, 1, 0);
+    return;
+  }
   if (m->base == X86_REG_RIP)
   {
     gum_x86_writer_put_mov_reg_address (w, GUM_X86_RAX, insn->address + insn->size + m->disp);
@@ -100,62 +116,21 @@ static void put_address (GumX86Writer * w, const cs_insn * insn, const x86_op_me
   put_lea (w, 0 /* rax */, base, index, m->scale, (gint32) (m->disp + (base == 4 ? RED_ZONE + 16 : 0)));
 }
 
-static gboolean is_repeated_string (const cs_insn * insn)
-{
-  const cs_x86 * x = &insn->detail->x86;
-  if (x->prefix[0] != X86_PREFIX_REP && x->prefix[0] != X86_PREFIX_REPNE)
-    return FALSE;
-  const char * m = insn->mnemonic;
-  return g_str_has_prefix (m, "movs") || g_str_has_prefix (m, "stos") || g_str_has_prefix (m, "lods") ||
-      g_str_has_prefix (m, "cmps") || g_str_has_prefix (m, "scas") || g_str_has_prefix (m, "rep");
-}
-
-/* A repeated string instruction covers rcx elements from its operand's register, upwards, or
- * downwards when the direction flag is set (then the range ends at the register's element). Its
- * start goes to rax, its byte count to rbx; the flags are kept with pushf/popf, cheap beside the
- * string instruction itself. */
-static void put_string_range (GumX86Writer * w, guint element)
-{
-  static const guint8 test_direction[] = { 0xf6, 0x44, 0x24, 0x01, 0x04 };   /* test byte [rsp+1], 4: DF */
-  gum_x86_writer_put_pushfx (w);
-  put_lea (w, 3 /* rbx */, -1, 1 /* rcx */, element, 0);
-  gum_x86_writer_put_bytes (w, test_direction, sizeof (test_direction));
-  gconstpointer upwards = gum_x86_writer_cur (w);
-  gum_x86_writer_put_jcc_short_label (w, X86_INS_JE, upwards, GUM_NO_HINT);
-  gum_x86_writer_put_sub_reg_reg (w, GUM_X86_RAX, GUM_X86_RBX);
-  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RAX, GUM_X86_RAX, element);
-  gum_x86_writer_put_label (w, upwards);
-}
-
-static void put_record (GumX86Writer * w, const cs_insn * insn, const cs_x86_op * op, guint32 flags,
-    gboolean repeated)
+/* Appends the record {address, flags | size}. */
+static void put_record (GumX86Writer * w, const cs_insn * insn, const Access * a, guint32 flags)
 {
   gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, -RED_ZONE);
   gum_x86_writer_put_push_reg (w, GUM_X86_RAX);
   gum_x86_writer_put_push_reg (w, GUM_X86_RBX);
-  put_address (w, insn, &op->mem);
-  if (repeated)
-  {
-    put_string_range (w, op->size);
-    gum_x86_writer_put_push_reg (w, GUM_X86_RDX);
-    put_lea (w, 2 /* rdx */, 3 /* rbx */, -1, 1, (gint32) flags);
-  }
+  put_address (w, insn, a);
   gum_x86_writer_put_mov_reg_address (w, GUM_X86_RBX, GUM_ADDRESS (&tr_state));
   gum_x86_writer_put_mov_reg_reg_ptr (w, GUM_X86_RBX, GUM_X86_RBX);
   gum_x86_writer_put_mov_reg_ptr_reg (w, GUM_X86_RBX, GUM_X86_RAX);
-  if (repeated)
-    gum_x86_writer_put_mov_reg_reg (w, GUM_X86_RAX, GUM_X86_RDX);
-  else
-    gum_x86_writer_put_mov_reg_u32 (w, GUM_X86_EAX, flags | op->size);
+  gum_x86_writer_put_mov_reg_u32 (w, GUM_X86_EAX, flags | a->size);
   gum_x86_writer_put_mov_reg_offset_ptr_reg (w, GUM_X86_RBX, 8, GUM_X86_RAX);
   gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RBX, GUM_X86_RBX, 16);
   gum_x86_writer_put_mov_reg_address (w, GUM_X86_RAX, GUM_ADDRESS (&tr_state));
   gum_x86_writer_put_mov_reg_ptr_reg (w, GUM_X86_RAX, GUM_X86_RBX);
-  if (repeated)
-  {
-    gum_x86_writer_put_pop_reg (w, GUM_X86_RDX);
-    gum_x86_writer_put_popfx (w);
-  }
   gum_x86_writer_put_pop_reg (w, GUM_X86_RBX);
   gum_x86_writer_put_pop_reg (w, GUM_X86_RAX);
   gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, RED_ZONE);
@@ -182,52 +157,241 @@ static void put_time_record (GumX86Writer * w)
   gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, RED_ZONE);
 }
 
-static gboolean touches_no_memory (const cs_insn * insn)
+/* The mnemonic without its prefixes ("lock cmpxchg", "rep movsq", "notrack call", "bnd ret"). */
+static const char * base_mnemonic (const cs_insn * insn)
 {
   const char * m = insn->mnemonic;
-  return insn->id == X86_INS_LEA || g_str_has_prefix (m, "nop") || g_str_has_prefix (m, "prefetch") ||
-      g_str_has_prefix (m, "clflush") || g_str_has_prefix (m, "clwb") || g_str_has_prefix (m, "endbr") ||
-      g_str_has_prefix (m, "fxsave") || g_str_has_prefix (m, "fxrstor") || g_str_has_prefix (m, "xsave") ||
-      g_str_has_prefix (m, "xrstor");
+  for (const char * c = m; *c != '\0'; c++)
+    if (*c == ' ')
+      m = c + 1;
+  return m;
 }
 
-/* Capstone reports some AVX-512 stores (vmovdqu64 [rdi], zmm16) as reads: for moves the
- * destination is operand 0, so trust the operand position, not the access flags. */
-static guint access_of (const cs_insn * insn, int i, const cs_x86_op * op)
+static gboolean is_string (const char * m)
 {
-  const char * m = insn->mnemonic;
-  if (g_str_has_prefix (m, "mov") || g_str_has_prefix (m, "vmov"))
+  return g_str_has_prefix (m, "movs") || g_str_has_prefix (m, "stos") || g_str_has_prefix (m, "lods") ||
+      g_str_has_prefix (m, "cmps") || g_str_has_prefix (m, "scas");
+}
+
+/* A string instruction with a rep/repe/repne prefix ("rep ret" is no string instruction). */
+static gboolean is_repeated_string (const cs_insn * insn)
+{
+  const cs_x86 * x = &insn->detail->x86;
+  return (x->prefix[0] == X86_PREFIX_REP || x->prefix[0] == X86_PREFIX_REPNE) && is_string (base_mnemonic (insn));
+}
+
+static gboolean touches_no_memory (const cs_insn * insn)
+{
+  const char * m = base_mnemonic (insn);
+  return insn->id == X86_INS_LEA || g_str_has_prefix (m, "nop") || g_str_has_prefix (m, "prefetch") ||
+      g_str_has_prefix (m, "clflush") || g_str_has_prefix (m, "clwb") || g_str_has_prefix (m, "endbr") ||
+      g_str_has_prefix (m, "cldemote");
+}
+
+/* Which way an explicit operand is accessed. Capstone reports some AVX-512 stores
+ * (vmovdqu64 [rdi], zmm16) as reads: for moves the destination is operand 0, so trust the
+ * operand position, not the access flags; and it reports cmpxchg's destination, which is
+ * always written (back), as read only. */
+static guint access_of (const char * m, int i, const cs_x86_op * op)
+{
+  if (g_str_has_prefix (m, "mov") || g_str_has_prefix (m, "vmov") || g_str_has_prefix (m, "vmaskmov") ||
+      g_str_has_prefix (m, "vpmaskmov"))
     return i == 0 ? CS_AC_WRITE : CS_AC_READ;
   if (g_str_has_prefix (m, "stos"))
     return CS_AC_WRITE;
+  if (g_str_has_prefix (m, "cmpxchg"))
+    return CS_AC_READ | CS_AC_WRITE;
   return op->access ? op->access : CS_AC_READ;
 }
 
-/* Returns the number of records the instruction appends; origin is 0 or ACCESS_PROGRAM. Reads
- * come first: an instruction reads its operands before it writes, which matters when they overlap
- * (memmove's rep movsb). *untimed: the block still needs its time record (patterns). */
-static guint put_accesses (GumX86Writer * w, const cs_insn * insn, guint32 origin, gboolean * untimed)
+/* Save areas whose size Capstone does not give: fxsave's 512 bytes, xsave's (tr_xsave_bytes),
+ * fsave's 108; 0 for any other instruction. */
+static guint32 save_area_size (const char * m)
+{
+  if (g_str_has_prefix (m, "fxsave") || g_str_has_prefix (m, "fxrstor"))
+    return 512;
+  if (g_str_has_prefix (m, "xsave") || g_str_has_prefix (m, "xrstor"))
+    return (guint32) tr_xsave_bytes;
+  if (g_str_equal (m, "fnsave") || g_str_equal (m, "fsave") || g_str_equal (m, "frstor"))
+    return 108;
+  return 0;
+}
+
+static void add_access (Access * list, guint * n, x86_reg base, gint64 disp, guint32 size, guint32 write)
+{
+  Access * a = &list[(*n)++];
+  a->xlat = FALSE;
+  a->mem.segment = X86_REG_INVALID;
+  a->mem.base = base;
+  a->mem.index = X86_REG_INVALID;
+  a->mem.scale = 1;
+  a->mem.disp = disp;
+  a->size = size;
+  a->write = write;
+}
+
+/* The memory operands the instruction names. pop's destination address is computed after the
+ * stack pointer moved. */
+static void explicit_accesses (const cs_insn * insn, const char * m, guint32 slot, Access * list, guint * n)
 {
   const cs_x86 * x = &insn->detail->x86;
+  for (int i = 0; i < x->op_count && *n < MAX_ACCESSES - 2; i++)
+  {
+    const cs_x86_op * op = &x->operands[i];
+    if (op->type != X86_OP_MEM || op->size == 0 || !is_analysable (&op->mem))
+      continue;
+    guint access = g_str_equal (m, "frstor") ? CS_AC_READ : access_of (m, i, op), size = save_area_size (m);
+    gint64 disp = op->mem.disp + (g_str_equal (m, "pop") && op->mem.base == X86_REG_RSP ? slot : 0);
+    for (guint32 write = 0; write <= ACCESS_WRITE; write += ACCESS_WRITE)
+      if (access & (write ? CS_AC_WRITE : CS_AC_READ))
+      {
+        add_access (list, n, op->mem.base, disp, size ? size : op->size, write);
+        list[*n - 1].mem.index = op->mem.index;
+        list[*n - 1].mem.scale = op->mem.scale;
+      }
+  }
+}
+
+/* The memory the instruction accesses without naming it: the stack slots of push, pop, call,
+ * ret, enter and leave, xlat's table byte. slot: push's and pop's operand size (8, or 2 with an
+ * operand-size prefix). */
+static void implicit_accesses (const cs_insn * insn, const char * m, guint32 slot, Access * list, guint * n)
+{
+  const cs_x86 * x = &insn->detail->x86;
+  if (g_str_has_prefix (m, "push"))
+    add_access (list, n, X86_REG_RSP, -(gint64) slot, slot, ACCESS_WRITE);
+  else if (g_str_has_prefix (m, "pop"))
+    add_access (list, n, X86_REG_RSP, 0, slot, 0);
+  else if (g_str_equal (m, "call"))
+    add_access (list, n, X86_REG_RSP, -8, 8, ACCESS_WRITE);
+  else if (g_str_equal (m, "ret"))
+    add_access (list, n, X86_REG_RSP, 0, 8, 0);
+  else if (g_str_equal (m, "leave"))
+    add_access (list, n, X86_REG_RBP, 0, 8, 0);
+  else if (g_str_equal (m, "xlatb"))
+  {
+    add_access (list, n, X86_REG_RBX, 0, 1, 0);
+    list[*n - 1].xlat = TRUE;
+  }
+  else if (g_str_equal (m, "enter") && x->op_count == 2)
+  {
+    /* Level L: push rbp, then (L > 0) L - 1 frame pointers copied from [rbp - 8], [rbp - 16], ...
+     * and the new frame pointer. */
+    guint32 level = (guint32) x->operands[1].imm & 31;
+    if (level > 1)
+      add_access (list, n, X86_REG_RBP, -8 * (gint64) (level - 1), 8 * (level - 1), 0);
+    guint32 pushed = level ? 8 * (level + 1) : 8;
+    add_access (list, n, X86_REG_RSP, -(gint64) pushed, pushed, ACCESS_WRITE);
+  }
+}
+
+/* A repeated string instruction's range is known after it ran (repe/repne stop early): rdi and
+ * rsi are saved before it, and put_string_record records from where each went. */
+static void put_string_start (GumX86Writer * w)
+{
+  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, -RED_ZONE);
+  gum_x86_writer_put_push_reg (w, GUM_X86_RBX);
+  gum_x86_writer_put_mov_reg_address (w, GUM_X86_RBX, GUM_ADDRESS (&tr_state));
+  gum_x86_writer_put_mov_reg_offset_ptr_reg (w, GUM_X86_RBX, STRING_START, GUM_X86_RDI);
+  gum_x86_writer_put_mov_reg_offset_ptr_reg (w, GUM_X86_RBX, STRING_START + 8, GUM_X86_RSI);
+  gum_x86_writer_put_pop_reg (w, GUM_X86_RBX);
+  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, RED_ZONE);
+}
+
+/* The elements a repeated string instruction went through with register reg (rdi or rsi):
+ * upwards [start, reg), or downwards when the direction flag is set, [reg, start) shifted by
+ * one element. */
+static void put_string_record (GumX86Writer * w, x86_reg reg, guint element, guint32 flags)
+{
+  static const guint8 test_direction[] = { 0xf6, 0x44, 0x24, 0x19, 0x04 };   /* test byte [rsp+25], 4: DF */
+  static const guint8 swap[] = { 0x48, 0x92 };                                /* xchg rax, rdx */
+  gboolean destination = reg == X86_REG_RDI;
+  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, -RED_ZONE);
+  gum_x86_writer_put_pushfx (w);
+  gum_x86_writer_put_push_reg (w, GUM_X86_RAX);
+  gum_x86_writer_put_push_reg (w, GUM_X86_RBX);
+  gum_x86_writer_put_push_reg (w, GUM_X86_RDX);
+  gum_x86_writer_put_mov_reg_address (w, GUM_X86_RBX, GUM_ADDRESS (&tr_state));
+  gum_x86_writer_put_mov_reg_reg_offset_ptr (w, GUM_X86_RAX, GUM_X86_RBX, STRING_START + (destination ? 0 : 8));
+  gum_x86_writer_put_mov_reg_reg (w, GUM_X86_RDX, destination ? GUM_X86_RDI : GUM_X86_RSI);
+  gum_x86_writer_put_bytes (w, test_direction, sizeof (test_direction));
+  gconstpointer upwards = gum_x86_writer_cur (w);
+  gum_x86_writer_put_jcc_short_label (w, X86_INS_JE, upwards, GUM_NO_HINT);
+  gum_x86_writer_put_bytes (w, swap, sizeof (swap));
+  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RAX, GUM_X86_RAX, element);
+  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RDX, GUM_X86_RDX, element);
+  gum_x86_writer_put_label (w, upwards);
+  gum_x86_writer_put_sub_reg_reg (w, GUM_X86_RDX, GUM_X86_RAX);
+  put_lea (w, 2 /* rdx */, 2 /* rdx */, -1, 1, (gint32) flags);
+  gum_x86_writer_put_mov_reg_reg_ptr (w, GUM_X86_RBX, GUM_X86_RBX);
+  gum_x86_writer_put_mov_reg_ptr_reg (w, GUM_X86_RBX, GUM_X86_RAX);
+  gum_x86_writer_put_mov_reg_offset_ptr_reg (w, GUM_X86_RBX, 8, GUM_X86_RDX);
+  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RBX, GUM_X86_RBX, 16);
+  gum_x86_writer_put_mov_reg_address (w, GUM_X86_RAX, GUM_ADDRESS (&tr_state));
+  gum_x86_writer_put_mov_reg_ptr_reg (w, GUM_X86_RAX, GUM_X86_RBX);
+  gum_x86_writer_put_pop_reg (w, GUM_X86_RDX);
+  gum_x86_writer_put_pop_reg (w, GUM_X86_RBX);
+  gum_x86_writer_put_pop_reg (w, GUM_X86_RAX);
+  gum_x86_writer_put_popfx (w);
+  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, RED_ZONE);
+}
+
+/* After a repeated string instruction: its reads, then its writes. Returns the records added. */
+static guint put_string_records (GumX86Writer * w, const cs_insn * insn, guint32 origin)
+{
+  const cs_x86 * x = &insn->detail->x86;
+  const char * m = base_mnemonic (insn);
   guint records = 0;
-  if (touches_no_memory (insn))
-    return 0;
-  gboolean repeated = is_repeated_string (insn);
   for (guint kind = CS_AC_READ; kind <= CS_AC_WRITE; kind <<= 1)
     for (int i = 0; i < x->op_count; i++)
     {
       const cs_x86_op * op = &x->operands[i];
-      if (op->type != X86_OP_MEM || op->size == 0 || !is_analysable (&op->mem) || !(access_of (insn, i, op) & kind))
+      if (op->type != X86_OP_MEM || !is_analysable (&op->mem) || !(access_of (m, i, op) & kind) ||
+          (op->mem.base != X86_REG_RDI && op->mem.base != X86_REG_RSI))
         continue;
-      if (*untimed)
-      {
-        put_time_record (w);
-        *untimed = FALSE;
-        records++;
-      }
-      put_record (w, insn, op, origin | (kind == CS_AC_WRITE ? ACCESS_WRITE : 0), repeated);
+      put_string_record (w, op->mem.base, op->size, origin | (kind == CS_AC_WRITE ? ACCESS_WRITE : 0));
       records++;
     }
+  return records;
+}
+
+/* Returns the number of records the instruction appends before it runs; origin is 0 or
+ * ACCESS_PROGRAM. Reads come first: an instruction reads its operands before it writes, which
+ * matters when they overlap (push [rsp]). A repeated string instruction appends its records
+ * after it ran (put_string_records). *untimed: the block still needs its time record
+ * (patterns). */
+static guint put_accesses (GumX86Writer * w, const cs_insn * insn, guint32 origin, gboolean * untimed)
+{
+  const char * m = base_mnemonic (insn);
+  Access list[MAX_ACCESSES];
+  guint n = 0, records = 0;
+  if (touches_no_memory (insn))
+    return 0;
+  guint32 slot = insn->detail->x86.prefix[2] == 0x66 ? 2 : 8;
+  gboolean repeated = is_repeated_string (insn);
+  if (!repeated)
+  {
+    explicit_accesses (insn, m, slot, list, &n);
+    implicit_accesses (insn, m, slot, list, &n);
+  }
+  if ((n > 0 || repeated) && *untimed)
+  {
+    put_time_record (w);
+    *untimed = FALSE;
+    records++;
+  }
+  if (repeated)
+  {
+    put_string_start (w);
+    return records;
+  }
+  for (guint32 write = 0; write <= ACCESS_WRITE; write += ACCESS_WRITE)
+    for (guint i = 0; i < n; i++)
+      if (list[i].write == write)
+      {
+        put_record (w, insn, &list[i], origin | write);
+        records++;
+      }
   return records;
 }
 
@@ -413,6 +577,8 @@ void transform (GumStalkerIterator * it, GumStalkerOutput * output, gpointer use
     }
     tr_translated (w->pc, insn->address);
     gum_stalker_iterator_keep (it);
+    if (analyse && is_repeated_string (insn))
+      unchecked += put_string_records (w, insn, origin);
   }
   if (count_patch != NULL)
     *(guint32 *) count_patch = instructions;
