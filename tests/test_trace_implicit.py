@@ -1,0 +1,221 @@
+"""Every access an instruction makes is recorded, named or implicit (README, Dependency rules:
+the instruction-class table): one task pair per class on a real binary, at -O0 and -O2, whose
+only link is memory one of them touches implicitly; and the issue's case, stack arguments
+passed with push to a task function. Byte counts are derived by hand from the instructions."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from conftest import write_c
+from tareador.tracing.run import trace
+
+# Inline assembly moves rsp into a global (the instrumentation writes below the stack pointer,
+# hence the big array), runs the one instruction, and moves it back.
+CLASSES = r"""
+#include <cpuid.h>
+#include <stdio.h>
+#include <string.h>
+#include "tareador.h"
+#define T(name, body) do { tareador_start_task(name); body; tareador_end_task(name); } while (0)
+#define NOINLINE __attribute__((noinline))
+
+/* Instrumentation needs stack room below the stack pointer: the slots are in the middle of a big
+ * array, area = stack_area + 32768. */
+long stack_area[65536], source[8], sink;
+#define area (stack_area + 32768)
+char text[64], other[64];
+long counter, swapped, added, pair[2] __attribute__((aligned(16)));
+unsigned char table[16];
+char fx[512] __attribute__((aligned(16))), fpu[108];
+char xs[8192] __attribute__((aligned(64)));
+extern char ret_target[];
+
+/* rsp (and rbp) moved into a global for one instruction, then back. */
+NOINLINE void push_into_area(void) {
+  __asm__ volatile("mov %%rsp, %%r12\n\tlea stack_area+262208(%%rip), %%rsp\n\tpushq $7\n\tpushfq\n\tpushq source(%%rip)\n\tmov %%r12, %%rsp"
+                   ::: "r12", "memory");
+}
+NOINLINE void pop_from_area(void) {
+  __asm__ volatile("mov %%rsp, %%r12\n\tlea stack_area+262184(%%rip), %%rsp\n\tpopq %%rax\n\tpopfq\n\tpopq sink(%%rip)\n\tmov %%r12, %%rsp"
+                   ::: "r12", "rax", "memory", "cc");
+}
+NOINLINE void call_into_area(void) {
+  __asm__ volatile("mov %%rsp, %%r12\n\tlea stack_area+262208(%%rip), %%rsp\n\tcall 1f\n1:\tmov %%r12, %%rsp" ::: "r12", "memory");
+}
+NOINLINE void ret_from_area(void) {
+  __asm__ volatile("mov %%rsp, %%r12\n\tlea stack_area+262144(%%rip), %%rsp\n\tret\n\t.globl ret_target\nret_target:\n\tmov %%r12, %%rsp"
+                   ::: "r12", "memory");
+}
+NOINLINE void enter_into_area(void) {
+  __asm__ volatile("mov %%rsp, %%r12\n\tmov %%rbp, %%r13\n\tlea stack_area+262208(%%rip), %%rsp\n\tlea source+16(%%rip), %%rbp\n\t"
+                   "enter $0, $2\n\tmov %%r12, %%rsp\n\tmov %%r13, %%rbp" ::: "r12", "r13", "memory");
+}
+NOINLINE void leave_from_area(void) {
+  __asm__ volatile("mov %%rsp, %%r12\n\tmov %%rbp, %%r13\n\tlea stack_area+262152(%%rip), %%rbp\n\tleave\n\t"
+                   "mov %%r12, %%rsp\n\tmov %%r13, %%rbp" ::: "r12", "r13", "memory");
+}
+NOINLINE void compare_strings(void) {
+  long n = 64; const char *a = text, *b = other;
+  __asm__ volatile("cld\n\trepe cmpsb" : "+S"(a), "+D"(b), "+c"(n) : : "memory", "cc");
+  sink = n;
+}
+NOINLINE void scan_string(void) {
+  long n = 64; const char *a = text;
+  __asm__ volatile("cld\n\trepne scasb" : "+D"(a), "+c"(n) : "a"(0) : "memory", "cc");
+  sink = n;
+}
+NOINLINE void store_backwards(void) {
+  long n = 3; long *d = &area[7];
+  __asm__ volatile("std\n\trep stosq\n\tcld" : "+D"(d), "+c"(n) : "a"(5L) : "memory", "cc");
+}
+NOINLINE void load_string(void) {
+  const char *a = text + 5; char c;
+  __asm__ volatile("cld\n\tlodsb" : "+S"(a), "=a"(c) : : "memory");
+  sink = c;
+}
+NOINLINE void translate(void) {
+  unsigned char c = 9;
+  __asm__ volatile("xlatb" : "+a"(c) : "b"(table) : "memory");
+  sink = c;
+}
+NOINLINE void exchange16(void) {
+  long lo = 0, hi = 0;
+  __asm__ volatile("lock cmpxchg16b %2" : "+a"(lo), "+d"(hi), "+m"(*(__int128 *) pair) : "b"(1L), "c"(2L) : "memory", "cc");
+}
+int main(void) {
+  unsigned a, b, c, d;
+  __get_cpuid_count(0xd, 0, &a, &b, &c, &d);
+  tareador_ON();
+  T("push", push_into_area());                         /* writes area[5..8): 7, flags, source[0] */
+  T("push_read", sink = area[5] + area[6] + area[7]);
+  T("write_area", for (int i = 0; i < 8; i++) area[i] = i);
+  T("pop", pop_from_area());                           /* reads area[5..8), writes sink */
+  T("call", call_into_area());                         /* writes area[7] */
+  T("call_read", sink = area[7]);
+  T("write_ret", area[0] = (long) ret_target);
+  T("ret", ret_from_area());                           /* reads area[0] */
+  T("write_link", source[1] = (long) &source[1]);
+  T("enter", enter_into_area());                       /* reads source[1], writes area[5..8) */
+  T("enter_read", sink = area[5] + area[6] + area[7]);
+  T("write_frame", area[1] = (long) &area[2]);
+  T("leave", leave_from_area());                       /* reads area[1] */
+  T("write_text", memset(text, 'a', 64); memset(other, 'a', 64); other[10] = 'b'; text[20] = 0);
+  T("cmps", compare_strings());                        /* 11 bytes of each */
+  T("scas", scan_string());                            /* 21 bytes */
+  T("lods", load_string());                            /* text[5] */
+  T("stos_down", store_backwards());                   /* area[5..8) */
+  T("stos_read", sink = area[4] + area[5] + area[6] + area[7]);
+  T("write_table", for (int i = 0; i < 16; i++) table[i] = (unsigned char) i);
+  T("xlat", translate());                              /* table[9] */
+  T("write_atomics", counter = 1; swapped = 2; added = 3; pair[0] = pair[1] = 0);
+  T("cmpxchg", long e = 1; __atomic_compare_exchange_n(&counter, &e, 5, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+  T("xchg", sink = __atomic_exchange_n(&swapped, 6, __ATOMIC_SEQ_CST));
+  T("xadd", sink = __atomic_fetch_add(&added, 7, __ATOMIC_SEQ_CST));
+  T("cmpxchg16b", exchange16());
+  T("atomics_read", sink = counter + swapped + added + pair[0] + pair[1]);
+  T("fxsave", __asm__ volatile("fxsave %0" : "=m"(fx)));
+  T("fxrstor", __asm__ volatile("fxrstor %0" : : "m"(fx)));
+  T("fnsave", __asm__ volatile("fnsave %0\n\tfrstor %0" : "+m"(fpu)));
+  T("fpu_read", sink = fpu[0] + fpu[107]);
+  T("xsave", __asm__ volatile("xsave %0" : "=m"(xs) : "a"(-1), "d"(-1)));
+  T("xrstor", __asm__ volatile("xrstor %0" : : "m"(xs), "a"(-1), "d"(-1)));
+  T("xsave_read", long s = 0; for (int i = 0; i < 8192; i++) s += xs[i]; sink = s);
+  tareador_OFF();
+  printf("xsave %u\n", b);
+  return 0;
+}
+"""
+
+
+def task_raw_edges(t) -> set[tuple[str, str, str, int]]:
+    """RAW edges between tasks (not main's fragments), by task name."""
+    name = {x.id: x.name for x in t.tasks}
+    return {(name[d.src], name[d.dst], d.object, d.bytes) for d in t.deps
+            if d.kind == "RAW" and not t.tasks[d.src].is_main and not t.tasks[d.dst].is_main}
+
+
+def expected_class_edges(xsave_bytes: int) -> set[tuple[str, str, str, int]]:
+    return {
+        ("push", "push_read", "stack_area", 24),        # push imm, pushfq, push [mem]: 3 slots
+        ("write_area", "pop", "stack_area", 24),        # pop reg, popfq, pop [mem]
+        ("call", "call_read", "stack_area", 8),         # the return address
+        ("write_ret", "ret", "stack_area", 8),
+        ("write_link", "enter", "source", 8),           # enter $0, $2 copies the frame pointer at [rbp - 8]
+        ("enter", "enter_read", "stack_area", 24),      # and pushes rbp, that copy and the new frame pointer
+        ("write_frame", "leave", "stack_area", 8),      # leave pops rbp from [rbp]
+        ("write_text", "cmps", "text", 11),             # repe cmpsb stops after the differing byte 10
+        ("write_text", "cmps", "other", 11),
+        ("write_text", "scas", "text", 21),             # repne scasb stops after the zero at 20
+        ("write_text", "lods", "text", 1),
+        ("write_area", "stos_read", "stack_area", 8),   # area[4]; area[5..7] by std; rep stosq
+        ("stos_down", "stos_read", "stack_area", 24),
+        ("write_table", "xlat", "table", 1),            # table[9]
+        ("write_atomics", "cmpxchg", "counter", 8),     # each reads, then writes
+        ("write_atomics", "xchg", "swapped", 8),
+        ("write_atomics", "xadd", "added", 8),
+        ("write_atomics", "cmpxchg16b", "pair", 16),
+        ("cmpxchg", "atomics_read", "counter", 8),
+        ("xchg", "atomics_read", "swapped", 8),
+        ("xadd", "atomics_read", "added", 8),
+        ("cmpxchg16b", "atomics_read", "pair", 16),
+        ("fxsave", "fxrstor", "fx", 512),
+        ("fnsave", "fpu_read", "fpu", 2),               # fpu[0] and fpu[107]: fnsave wrote all 108 bytes
+        ("xsave", "xrstor", "xs", xsave_bytes),         # the area CPUID leaf 0xD gives for XCR0
+        ("xsave", "xsave_read", "xs", xsave_bytes),
+    }
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_each_instruction_class_records_its_implicit_accesses(compile_c, tmp_path, opt):
+    exe = compile_c(write_c(tmp_path, "classes", CLASSES), opt=opt)
+    native = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    xsave_bytes = int(native.split("xsave ")[1].split()[0])
+    t = trace([str(exe)], tmp_path / "classes.tareador", progress=False)
+    assert t.summary["exit_status"] == 0
+    assert task_raw_edges(t) == expected_class_edges(xsave_bytes)
+
+
+# The issue's case: b takes 20 longs, 14 of them on the stack, pushed by main (-O0 and -O2) or
+# stored with mov (-maccumulate-outgoing-args); a's 512-byte buffer was where they go.
+STACK_ARGUMENTS = r"""
+#include <stdio.h>
+#define NOINLINE __attribute__((noinline))
+long out[3];
+NOINLINE void a(int k) {
+  volatile char buf[512];
+  for (int i = 0; i < 512; i++) buf[i] = (char) (i + k);
+  out[k] = buf[k * 7 % 512];
+}
+NOINLINE long b(long a0, long a1, long a2, long a3, long a4, long a5, long a6, long a7, long a8, long a9,
+                long a10, long a11, long a12, long a13, long a14, long a15, long a16, long a17, long a18, long a19) {
+  return a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11 + a12 + a13 + a14 + a15 + a16 + a17 + a18 + a19;
+}
+int main(void) {
+  long s = 0;
+  for (int k = 0; k < 3; k++) {
+    a(k);
+    s += b(k, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19);
+  }
+  printf("%ld %ld\n", s, out[0] + out[1] + out[2]);
+  return s != 573;
+}
+"""
+
+
+@pytest.mark.parametrize("opt", ["-O0", "-O0 -maccumulate-outgoing-args", "-O2", "-O2 -maccumulate-outgoing-args"])
+def test_stack_arguments_come_from_the_caller_not_a_dead_task_frame(compile_c, tmp_path, opt):
+    """b reads its 14 stack arguments (112 bytes), which main wrote right before the call: one
+    RAW edge main -> b each time, on main's frame (just `stack` without a frame pointer), and
+    nothing from a, whose dead frame held those bytes before. main reads the out[k] a wrote."""
+    exe = compile_c(write_c(tmp_path, "stackargs", STACK_ARGUMENTS), opt=opt, markers=False)
+    t = trace([str(exe)], tmp_path / "stackargs.tareador", progress=False, task_functions=["a", "b"])
+    assert t.summary["exit_status"] == 0
+    instances = [x for x in t.tasks if x.starts_instance and not x.is_main]
+    assert [x.name for x in instances] == ["a", "b"] * 3
+    frame = "stack:main" if opt.startswith("-O0") else "stack"
+    raw = [(t.tasks[d.src].name, t.tasks[d.dst].name, d.object, d.bytes) for d in t.deps if d.kind == "RAW"]
+    assert sorted(raw) == [("a", "main", "out", 8)] * 3 + [("main", "b", frame, 112)] * 3
+    assert all(d.dst == d.src + 1 for d in t.deps if d.kind == "RAW" and t.tasks[d.dst].name == "b")
