@@ -230,3 +230,79 @@ def test_stack_arguments_come_from_the_caller_not_a_dead_task_frame(compile_c, t
     raw = [(t.fragments[d.src].name, t.fragments[d.dst].name, d.object, d.bytes) for d in t.deps if d.kind == "RAW"]
     assert sorted(raw) == [("a", "main", "out", 8)] * 3 + [("main", "b", frame, 112)] * 3
     assert all(d.dst == d.src + 1 for d in t.deps if d.kind == "RAW" and t.fragments[d.dst].name == "b")
+
+
+# Gathers, scatters and masked moves access the elements their mask selects, at the addresses
+# their index vector gives: AVX2 (vector masks) and AVX-512 (k masks).
+VECTORS = r"""
+#include <immintrin.h>
+#include <stdio.h>
+#include "tareador.h"
+#define T(name, body) do { tareador_start_task(name); body; tareador_end_task(name); } while (0)
+int data[64], scattered[64];
+long ldata[32];
+char bytes[64], loaded[64], mbytes[16];
+float floats[8];
+long sink;
+__m512i keep512;
+__m256i keep256;
+int main(void) {
+  tareador_ON();
+  T("write_data", for (int i = 0; i < 64; i++) data[i] = i; for (int i = 0; i < 32; i++) ldata[i] = i);
+  T("gather_avx2", {
+    __m256i idx = _mm256_setr_epi32(1, 5, 9, 13, 17, 21, 25, 29);
+    __m256i mask = _mm256_setr_epi32(-1, 0, -1, -1, 0, 0, 0, -1);          /* elements 0, 2, 3, 7 */
+    keep256 = _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), data, idx, mask, 4);
+  });
+  T("gather_avx512", {
+    __m512i idx = _mm512_setr_epi64(0, 3, 6, 9, 12, 15, 18, 21);
+    keep512 = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), 0xb5, idx, ldata, 8);   /* 5 elements */
+  });
+  T("write_scattered", for (int i = 0; i < 64; i++) scattered[i] = -i);
+  T("scatter", {
+    __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60);
+    _mm512_mask_i32scatter_epi32(scattered, 0x80f1, idx, _mm512_set1_epi32(7), 4);        /* 6 elements */
+  });
+  T("scattered_read", long s = 0; for (int i = 0; i < 64; i++) s += scattered[i]; sink = s);
+  T("write_bytes", for (int i = 0; i < 64; i++) { bytes[i] = 1; loaded[i] = 2; });
+  T("masked_store", _mm512_mask_storeu_epi8(bytes, 0x1f00000000000000ULL, _mm512_set1_epi8(9)));  /* bytes 56..60 */
+  T("bytes_read", long s = 0; for (int i = 0; i < 64; i++) s += bytes[i]; sink = s);
+  T("masked_load", keep512 = _mm512_maskz_loadu_epi8(0xf0, loaded));                          /* bytes 4..7 */
+  T("write_floats", for (int i = 0; i < 8; i++) floats[i] = i; for (int i = 0; i < 16; i++) mbytes[i] = 0);
+  T("maskstore", _mm256_maskstore_ps(floats, _mm256_setr_epi32(-1, 0, 0, -1, 0, 0, 0, -1), _mm256_set1_ps(3)));
+  T("maskmovdqu", _mm_maskmoveu_si128(_mm_set1_epi8(5), _mm_setr_epi8(-1, 0, -1, 0, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, -1, -1),
+                                      mbytes));                                               /* 6 bytes */
+  T("floats_read", float s = 0; for (int i = 0; i < 8; i++) s += floats[i]; for (int i = 0; i < 16; i++) s += mbytes[i]; sink = (long) s);
+  tareador_OFF();
+  printf("%ld\n", sink);
+  return 0;
+}
+"""
+
+VECTOR_FLAGS = ("avx2", "avx512f", "avx512bw", "avx512vl")
+
+
+def cpu_flags() -> set[str]:
+    with open("/proc/cpuinfo") as f:
+        return set(next(line for line in f if line.startswith("flags")).split(":")[1].split())
+
+
+@pytest.mark.skipif(not set(VECTOR_FLAGS) <= cpu_flags(), reason="needs a CPU with AVX2 and AVX-512 (F, BW, VL)")
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_gathers_scatters_and_masked_moves_access_the_selected_elements(compile_c, tmp_path, opt):
+    exe = compile_c(write_c(tmp_path, "vectors", VECTORS), opt=f"{opt} -mavx2 -mavx512f -mavx512bw -mavx512vl")
+    t = trace([str(exe)], tmp_path / "vectors.tareador", progress=False)
+    assert t.summary["exit_status"] == 0
+    assert task_raw_edges(t) == {
+        ("write_data", "gather_avx2", "data", 16),                  # 4 of 8 ints
+        ("write_data", "gather_avx512", "ldata", 40),               # 5 of 8 longs
+        ("scatter", "scattered_read", "scattered", 24),             # 6 of 16 ints (mask 0x80f1)
+        ("write_scattered", "scattered_read", "scattered", 232),    # the other 58
+        ("masked_store", "bytes_read", "bytes", 5),
+        ("write_bytes", "bytes_read", "bytes", 59),
+        ("write_bytes", "masked_load", "loaded", 4),
+        ("maskstore", "floats_read", "floats", 12),                 # vmaskmovps: 3 of 8 floats
+        ("write_floats", "floats_read", "floats", 20),
+        ("maskmovdqu", "floats_read", "mbytes", 6),                 # 6 of 16 bytes
+        ("write_floats", "floats_read", "mbytes", 10),
+    }

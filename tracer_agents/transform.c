@@ -355,6 +355,225 @@ static guint put_string_records (GumX86Writer * w, const cs_insn * insn, guint32
   return records;
 }
 
+/* ---- accesses element by element: gathers, scatters and masked moves ----
+ * Which elements such an instruction accesses is known only when it runs: a mask (an AVX-512 k
+ * register, or the sign bits of a vector register's elements, or of its bytes for maskmovdqu)
+ * selects them, and for a gather or scatter a vector of indices places each one. The inline
+ * code reads the mask into rcx and spills the indices below the stack pointer, then appends one
+ * record per selected element. */
+
+enum { MASK_NONE, MASK_K, MASK_SIGNS_4, MASK_SIGNS_8, MASK_SIGN_BYTES };
+
+typedef struct
+{
+  x86_op_mem mem;
+  guint32 write;
+  guint element, count;     /* element size, number of elements */
+  int mask, mask_register;  /* MASK_*, and the k or vector register number */
+  int index_register;       /* gathers and scatters: the vector register of the indices, else -1 */
+  guint index_size, index_bytes;   /* 4 or 8; the index register's width */
+} ElementAccess;
+
+#define ELEMENT_SPILL 64
+
+static int vector_number (x86_reg r, guint * bytes)
+{
+  if (r >= X86_REG_XMM0 && r <= X86_REG_XMM31) { *bytes = 16; return r - X86_REG_XMM0; }
+  if (r >= X86_REG_YMM0 && r <= X86_REG_YMM31) { *bytes = 32; return r - X86_REG_YMM0; }
+  if (r >= X86_REG_ZMM0 && r <= X86_REG_ZMM31) { *bytes = 64; return r - X86_REG_ZMM0; }
+  return -1;
+}
+
+/* The element size a masked move names: vmovdqu8/16/32/64, vmovdqa32/64, vmov[ua]ps/pd, vmovss/sd. */
+static guint move_element (const char * m)
+{
+  if (g_str_has_suffix (m, "8")) return g_str_has_suffix (m, "64") ? 8 : 1;
+  if (g_str_has_suffix (m, "16")) return 2;
+  if (g_str_has_suffix (m, "32") || g_str_has_suffix (m, "ps") || g_str_has_suffix (m, "ss")) return 4;
+  if (g_str_has_suffix (m, "pd") || g_str_has_suffix (m, "sd")) return 8;
+  return 0;
+}
+
+/* Whether the instruction accesses memory element by element, and how (into e). */
+static gboolean element_access (const cs_insn * insn, const char * m, ElementAccess * e)
+{
+  const cs_x86 * x = &insn->detail->x86;
+  const cs_x86_op * mem = NULL;
+  int k = -1, vectors[4], vector_count = 0;
+  guint vector_bytes[4];
+  for (int i = 0; i < x->op_count; i++)
+  {
+    const cs_x86_op * op = &x->operands[i];
+    if (op->type == X86_OP_MEM)
+      mem = op;
+    else if (op->type == X86_OP_REG && op->reg >= X86_REG_K1 && op->reg <= X86_REG_K7)
+      k = op->reg - X86_REG_K0;
+    else if (op->type == X86_OP_REG && vector_count < 4 && (vectors[vector_count] = vector_number (op->reg, &vector_bytes[vector_count])) >= 0)
+      vector_count++;
+  }
+  e->index_register = -1;
+  e->mask = k >= 0 ? MASK_K : MASK_NONE;
+  e->mask_register = k;
+  if (g_str_equal (m, "maskmovdqu") || g_str_equal (m, "vmaskmovdqu"))
+  {
+    if (vector_count != 2) return FALSE;
+    e->mem.segment = X86_REG_INVALID; e->mem.base = X86_REG_RDI; e->mem.index = X86_REG_INVALID; e->mem.scale = 1;
+    e->mem.disp = 0;
+    e->write = ACCESS_WRITE; e->element = 1; e->count = 16;
+    e->mask = MASK_SIGN_BYTES; e->mask_register = vectors[1];
+    return TRUE;
+  }
+  if (mem == NULL || mem->mem.segment != X86_REG_INVALID ||
+      (mem->mem.base != X86_REG_INVALID && mem->mem.base != X86_REG_RIP && register_number (mem->mem.base) < 0))
+    return FALSE;
+  e->mem = mem->mem;
+  gboolean gather = g_str_has_prefix (m, "vgather") || g_str_has_prefix (m, "vpgather");
+  gboolean scatter = g_str_has_prefix (m, "vscatter") || g_str_has_prefix (m, "vpscatter");
+  if (gather || scatter)
+  {
+    /* v[p]gather/v[p]scatter + d|q (index size) + ps|pd|d|q (element size). */
+    const char * kind = m + (m[1] == 'p' ? 8 : 7) + (scatter ? 1 : 0);
+    guint index_bytes;
+    int index = vector_number (mem->mem.index, &index_bytes);
+    if (index < 0 || kind[0] == '\0' || kind[1] == '\0') return FALSE;
+    e->index_register = index; e->index_bytes = index_bytes;
+    e->index_size = kind[0] == 'q' ? 8 : 4;
+    e->element = kind[1] == 'q' || g_str_equal (kind + 1, "pd") ? 8 : 4;
+    e->count = MIN (index_bytes / e->index_size, mem->size / e->element);
+    e->write = scatter ? ACCESS_WRITE : 0;
+    e->mem.index = X86_REG_INVALID;
+    if (k < 0)   /* AVX2: the mask is the last vector operand, one sign bit per element */
+    {
+      if (vector_count != 2) return FALSE;
+      e->mask = e->element == 8 ? MASK_SIGNS_8 : MASK_SIGNS_4; e->mask_register = vectors[1];
+    }
+    return TRUE;
+  }
+  if (!is_analysable (&mem->mem))
+    return FALSE;
+  if (g_str_has_prefix (m, "vmaskmov") || g_str_has_prefix (m, "vpmaskmov"))
+  {
+    if (vector_count != 2) return FALSE;
+    e->element = g_str_has_suffix (m, "pd") || g_str_has_suffix (m, "q") ? 8 : 4;
+    e->count = mem->size / e->element;
+    e->write = mem == &x->operands[0] ? ACCESS_WRITE : 0;
+    e->mask = e->element == 8 ? MASK_SIGNS_8 : MASK_SIGNS_4;
+    e->mask_register = mem == &x->operands[0] ? vectors[0] : vectors[1];
+    return TRUE;
+  }
+  if (k < 0 || !g_str_has_prefix (m, "vmov") || (e->element = move_element (m)) == 0)
+    return FALSE;
+  e->count = mem->size / e->element;
+  e->write = mem == &x->operands[0] ? ACCESS_WRITE : 0;
+  return e->count > 0 && e->count <= 64;
+}
+
+/* rcx = the mask's bits, one per element (fewer than 64 elements: the others cleared). */
+static void put_mask (GumX86Writer * w, const ElementAccess * e)
+{
+  int r = e->mask_register;
+  if (e->mask == MASK_K)
+  {
+    /* kmovw ecx, k (AVX-512F) up to 16 elements, else kmovq rcx, k (AVX-512BW). */
+    const guint8 kmovw[] = { 0xc5, 0xf8, 0x93, (guint8) (0xc8 | r) };
+    const guint8 kmovq[] = { 0xc4, 0xe1, 0xfb, 0x93, (guint8) (0xc8 | r) };
+    if (e->count <= 16) gum_x86_writer_put_bytes (w, kmovw, sizeof (kmovw));
+    else gum_x86_writer_put_bytes (w, kmovq, sizeof (kmovq));
+  }
+  else if (e->mask == MASK_SIGN_BYTES)
+  {
+    const guint8 pmovmskb[] = { 0x66, (guint8) (r >= 8 ? 0x41 : 0x40), 0x0f, 0xd7, (guint8) (0xc8 | (r & 7)) };
+    gum_x86_writer_put_bytes (w, pmovmskb, sizeof (pmovmskb));
+  }
+  else
+  {
+    /* vmovmskps/vmovmskpd ecx, xmm/ymm: the mask vector is as wide as the elements' vector. */
+    guint8 wide = e->count * e->element == 32 ? 0x04 : 0, pd = e->mask == MASK_SIGNS_8 ? 0x01 : 0;
+    const guint8 movmsk[] = { 0xc4, (guint8) (0xc1 | (r < 8 ? 0x20 : 0) | 0xc0), (guint8) (0x78 | wide | pd), 0x50,
+                              (guint8) (0xc8 | (r & 7)) };
+    gum_x86_writer_put_bytes (w, movmsk, sizeof (movmsk));
+  }
+  if (e->count < 32)
+  {
+    guint32 bits = (1u << e->count) - 1;
+    const guint8 keep[] = { 0x81, 0xe1 };   /* and ecx, bits */
+    gum_x86_writer_put_bytes (w, keep, sizeof (keep));
+    gum_x86_writer_put_bytes (w, (const guint8 *) &bits, sizeof (bits));
+  }
+}
+
+/* The index vector to [rsp]: vmovdqu (VEX) for xmm0-15/ymm0-15, vmovdqu64 (EVEX) otherwise. */
+static void put_index_spill (GumX86Writer * w, const ElementAccess * e)
+{
+  int r = e->index_register;
+  if (e->index_bytes < 64 && r < 16)
+  {
+    const guint8 vmovdqu[] = { 0xc4, (guint8) (0x61 | (r < 8 ? 0x80 : 0)), (guint8) (e->index_bytes == 32 ? 0x7e : 0x7a),
+                               0x7f, (guint8) (0x04 | (r & 7) << 3), 0x24 };
+    gum_x86_writer_put_bytes (w, vmovdqu, sizeof (vmovdqu));
+  }
+  else
+  {
+    const guint8 vmovdqu64[] = { 0x62, (guint8) ((r & 8 ? 0 : 0x80) | 0x61 | (r & 16 ? 0 : 0x10)), 0xfe, 0x48,
+                                 0x7f, (guint8) (0x04 | (r & 7) << 3), 0x24 };
+    gum_x86_writer_put_bytes (w, vmovdqu64, sizeof (vmovdqu64));
+  }
+}
+
+/* One record per selected element: rdx is the base address, rcx the mask. */
+static void put_element_records (GumX86Writer * w, const cs_insn * insn, const ElementAccess * e, guint32 flags)
+{
+  static const guint8 test_mask[] = { 0x48, 0x85, 0xc9 };                 /* test rcx, rcx */
+  static const guint8 lowest[] = { 0x48, 0x0f, 0xbc, 0xc1,                /* bsf rax, rcx */
+                                   0x48, 0x8d, 0x59, 0xff,                /* lea rbx, [rcx-1] */
+                                   0x48, 0x21, 0xd9 };                    /* and rcx, rbx */
+  static const guint8 index_dword[] = { 0x48, 0x63, 0x04, 0x84 };         /* movsxd rax, dword [rsp+rax*4] */
+  static const guint8 index_qword[] = { 0x48, 0x8b, 0x04, 0xc4 };         /* mov rax, [rsp+rax*8] */
+  Access base = { e->mem, 0, 0, FALSE };
+  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, -RED_ZONE);
+  gum_x86_writer_put_pushfx (w);
+  gum_x86_writer_put_push_reg (w, GUM_X86_RAX);
+  gum_x86_writer_put_push_reg (w, GUM_X86_RBX);
+  gum_x86_writer_put_push_reg (w, GUM_X86_RCX);
+  gum_x86_writer_put_push_reg (w, GUM_X86_RDX);
+  base.mem.disp += base.mem.base == X86_REG_RSP ? 5 * 8 - 16 : 0;   /* put_address allows for 2 pushes, not 5 */
+  put_address (w, insn, &base);
+  gum_x86_writer_put_mov_reg_reg (w, GUM_X86_RDX, GUM_X86_RAX);
+  put_mask (w, e);
+  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, -ELEMENT_SPILL);
+  if (e->index_register >= 0)
+    put_index_spill (w, e);
+  gconstpointer loop = gum_x86_writer_cur (w), done = (const guint8 *) loop + 1;
+  gum_x86_writer_put_label (w, loop);
+  gum_x86_writer_put_bytes (w, test_mask, sizeof (test_mask));
+  gum_x86_writer_put_jcc_near_label (w, X86_INS_JE, done, GUM_NO_HINT);
+  gum_x86_writer_put_bytes (w, lowest, sizeof (lowest));
+  if (e->index_register >= 0)
+  {
+    gum_x86_writer_put_bytes (w, e->index_size == 8 ? index_qword : index_dword, 4);
+    put_lea (w, 0 /* rax */, 2 /* rdx */, 0 /* rax */, e->mem.scale, 0);
+  }
+  else
+    put_lea (w, 0 /* rax */, 2 /* rdx */, 0 /* rax */, (int) e->element, 0);
+  gum_x86_writer_put_mov_reg_address (w, GUM_X86_RBX, GUM_ADDRESS (&tr_state));
+  gum_x86_writer_put_mov_reg_reg_ptr (w, GUM_X86_RBX, GUM_X86_RBX);
+  gum_x86_writer_put_mov_reg_ptr_reg (w, GUM_X86_RBX, GUM_X86_RAX);
+  gum_x86_writer_put_mov_reg_u32 (w, GUM_X86_EAX, flags | e->element);
+  gum_x86_writer_put_mov_reg_offset_ptr_reg (w, GUM_X86_RBX, 8, GUM_X86_RAX);
+  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RBX, GUM_X86_RBX, 16);
+  gum_x86_writer_put_mov_reg_address (w, GUM_X86_RAX, GUM_ADDRESS (&tr_state));
+  gum_x86_writer_put_mov_reg_ptr_reg (w, GUM_X86_RAX, GUM_X86_RBX);
+  gum_x86_writer_put_jmp_near_label (w, loop);
+  gum_x86_writer_put_label (w, done);
+  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, ELEMENT_SPILL);
+  gum_x86_writer_put_pop_reg (w, GUM_X86_RDX);
+  gum_x86_writer_put_pop_reg (w, GUM_X86_RCX);
+  gum_x86_writer_put_pop_reg (w, GUM_X86_RBX);
+  gum_x86_writer_put_pop_reg (w, GUM_X86_RAX);
+  gum_x86_writer_put_popfx (w);
+  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, RED_ZONE);
+}
+
 /* Returns the number of records the instruction appends before it runs; origin is 0 or
  * ACCESS_PROGRAM. Reads come first: an instruction reads its operands before it writes, which
  * matters when they overlap (push [rsp]). A repeated string instruction appends its records
@@ -369,6 +588,18 @@ static guint put_accesses (GumX86Writer * w, const cs_insn * insn, guint32 origi
     return 0;
   guint32 slot = insn->detail->x86.prefix[2] == 0x66 ? 2 : 8;
   gboolean repeated = is_repeated_string (insn);
+  ElementAccess element;
+  if (element_access (insn, m, &element))
+  {
+    if (*untimed)
+    {
+      put_time_record (w);
+      *untimed = FALSE;
+      records++;
+    }
+    put_element_records (w, insn, &element, origin | element.write);
+    return records + element.count;
+  }
   if (!repeated)
   {
     explicit_accesses (insn, m, slot, list, &n);
