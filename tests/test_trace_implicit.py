@@ -31,6 +31,8 @@ long counter, swapped, added, pair[2] __attribute__((aligned(16)));
 unsigned char table[16];
 char fx[512] __attribute__((aligned(16))), fpu[108];
 char xs[8192] __attribute__((aligned(64)));
+long double ld_in = 1.5L, ld_out;
+int lane, csr;
 extern char ret_target[];
 
 /* rsp (and rbp) moved into a global for one instruction, then back. */
@@ -123,6 +125,10 @@ int main(void) {
   T("xsave", __asm__ volatile("xsave %0" : "=m"(xs) : "a"(-1), "d"(-1)));
   T("xrstor", __asm__ volatile("xrstor %0" : : "m"(xs), "a"(-1), "d"(-1)));
   T("xsave_read", long s = 0; for (int i = 0; i < 8192; i++) s += xs[i]; sink = s);
+  T("x87_store", ld_out = ld_in * 3);                  /* fstp: 10 bytes */
+  T("pextrd", __asm__ volatile("pextrd $1, %%xmm0, %0" : "=m"(lane)));
+  T("stmxcsr", __asm__ volatile("stmxcsr %0" : "=m"(csr)));
+  T("stores_read", sink = (long) ld_out + lane + csr);
   tareador_OFF();
   printf("xsave %u\n", b);
   return 0;
@@ -162,6 +168,9 @@ CLASS_EDGES = {
     "fnsave, frstor": {("fnsave", "fpu_read", "fpu", 2)},      # fpu[0] and fpu[107]: fnsave wrote all 108 bytes
     "xsave, xrstor": {("xsave", "xrstor", "xs", "XSAVE"),      # the area CPUID leaf 0xD gives for XCR0
                       ("xsave", "xsave_read", "xs", "XSAVE")},
+    "stores Capstone calls reads (fstp, pextrd, stmxcsr)": {   # write their first operand
+        ("x87_store", "stores_read", "ld_out", 10), ("pextrd", "stores_read", "lane", 4),
+        ("stmxcsr", "stores_read", "csr", 4)},
 }
 
 
@@ -243,7 +252,8 @@ int data[64], scattered[64];
 long ldata[32];
 char bytes[64], loaded[64], mbytes[16];
 float floats[8];
-long sink;
+long sink, longs[8];
+int packed[16], bval;
 __m512i keep512;
 __m256i keep256;
 int main(void) {
@@ -272,6 +282,14 @@ int main(void) {
   T("maskstore", _mm256_maskstore_ps(floats, _mm256_setr_epi32(-1, 0, 0, -1, 0, 0, 0, -1), _mm256_set1_ps(3)));
   T("maskmovdqu", _mm_maskmoveu_si128(_mm_set1_epi8(5), _mm_setr_epi8(-1, 0, -1, 0, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, -1, -1),
                                       mbytes));                                               /* 6 bytes */
+  T("write_packed", for (int i = 0; i < 16; i++) packed[i] = i; for (int i = 0; i < 8; i++) longs[i] = i; bval = 3);
+  T("compress", _mm512_mask_compressstoreu_epi32(packed, 0x0f0f, _mm512_set1_epi32(4)));      /* packed[0..7] */
+  T("expand", keep512 = _mm512_maskz_expandloadu_epi32(0x0f01, packed + 8));                /* packed[8..13) */
+  T("masked_store64", _mm512_mask_storeu_epi64(longs, 0x81, _mm512_set1_epi64(5)));          /* longs 0 and 7 */
+  T("broadcast", __asm__ volatile("kmovw %1, %%k1\n\tvpbroadcastd %0, %%zmm1%{%%k1%}" : : "m"(bval), "r"(0x5555)
+                                  : "k1", "xmm1"));                                          /* reads bval */
+  T("extract", __asm__ volatile("vextracti128 $1, %%ymm1, %0" : "=m"(*(__m128i *) (longs + 2))));  /* longs 2, 3 */
+  T("packed_read", long s = bval; for (int i = 0; i < 16; i++) s += packed[i]; for (int i = 0; i < 8; i++) s += longs[i]; sink = s);
   T("floats_read", float s = 0; for (int i = 0; i < 8; i++) s += floats[i]; for (int i = 0; i < 16; i++) s += mbytes[i]; sink = (long) s);
   tareador_OFF();
   printf("%ld\n", sink);
@@ -305,4 +323,12 @@ def test_gathers_scatters_and_masked_moves_access_the_selected_elements(compile_
         ("write_floats", "floats_read", "floats", 20),
         ("maskmovdqu", "floats_read", "mbytes", 6),                 # 6 of 16 bytes
         ("write_floats", "floats_read", "mbytes", 10),
+        ("write_packed", "expand", "packed", 20),                   # vpexpandd: 5 mask bits, the first 5 ints
+        ("compress", "packed_read", "packed", 32),                  # vpcompressd: 8 mask bits, the first 8 ints
+        ("write_packed", "packed_read", "packed", 32),
+        ("masked_store64", "packed_read", "longs", 16),             # vmovdqu64 {k}: 2 of 8 longs
+        ("extract", "packed_read", "longs", 16),                    # vextracti128 to memory: 2 longs
+        ("write_packed", "packed_read", "longs", 32),
+        ("write_packed", "broadcast", "bval", 4),                   # a masked broadcast only reads its source
+        ("write_packed", "packed_read", "bval", 4),
     }

@@ -188,20 +188,36 @@ static gboolean touches_no_memory (const cs_insn * insn)
       g_str_has_prefix (m, "cldemote");
 }
 
-/* Which way an explicit operand is accessed. Capstone reports some AVX-512 stores
- * (vmovdqu64 [rdi], zmm16) as reads: for moves the destination is operand 0, so trust the
- * operand position, not the access flags; and it reports cmpxchg's destination, which is
- * always written (back), as read only. */
+/* Instructions whose first operand, when it is memory, is written, though Capstone reports
+ * some of them as reads (AVX-512 stores such as vmovdqu64 [rdi], zmm16, x87 stores, extracts,
+ * stmxcsr, compress): moves, stores and extracts. */
+static gboolean stores_first_operand (const char * m)
+{
+  static const char * const stores[] = { "mov", "vmov", "vmaskmov", "vpmaskmov", "stos", "fst", "fist", "fbstp", "fnst",
+      "pextr", "vpextr", "extractps", "vextract", "vcvtps2ph", "vpmov", "stmxcsr", "vstmxcsr", "vcompress", "vpcompress",
+      "vscatter", "vpscatter", NULL };
+  for (const char * const * p = stores; *p != NULL; p++)
+    if (g_str_has_prefix (m, *p))
+      return TRUE;
+  return FALSE;
+}
+
+/* Which way an explicit operand is accessed. x86 writes memory only through an instruction's
+ * first operand (xchg through either), so Capstone's read-write for a masked broadcast's source
+ * is a read; a store's destination is written whatever Capstone says; cmpxchg always writes its
+ * destination (back), though Capstone reports it as read only. */
 static guint access_of (const char * m, int i, const cs_x86_op * op)
 {
-  if (g_str_has_prefix (m, "mov") || g_str_has_prefix (m, "vmov") || g_str_has_prefix (m, "vmaskmov") ||
-      g_str_has_prefix (m, "vpmaskmov"))
-    return i == 0 ? CS_AC_WRITE : CS_AC_READ;
-  if (g_str_has_prefix (m, "stos"))
-    return CS_AC_WRITE;
+  guint access = op->access ? op->access : CS_AC_READ;
+  if (g_str_equal (m, "xchg"))
+    return CS_AC_READ | CS_AC_WRITE;
+  if (i > 0)
+    return CS_AC_READ;
   if (g_str_has_prefix (m, "cmpxchg"))
     return CS_AC_READ | CS_AC_WRITE;
-  return op->access ? op->access : CS_AC_READ;
+  if (stores_first_operand (m))
+    return CS_AC_WRITE;
+  return access;
 }
 
 /* Save areas whose size Capstone does not give: fxsave's 512 bytes, xsave's (tr_xsave_bytes),
@@ -258,9 +274,9 @@ static void explicit_accesses (const cs_insn * insn, const char * m, guint32 slo
 static void implicit_accesses (const cs_insn * insn, const char * m, guint32 slot, Access * list, guint * n)
 {
   const cs_x86 * x = &insn->detail->x86;
-  if (g_str_has_prefix (m, "push"))
+  if (g_str_equal (m, "push") || g_str_has_prefix (m, "pushf"))
     add_access (list, n, X86_REG_RSP, -(gint64) slot, slot, ACCESS_WRITE);
-  else if (g_str_has_prefix (m, "pop"))
+  else if (g_str_equal (m, "pop") || g_str_has_prefix (m, "popf"))
     add_access (list, n, X86_REG_RSP, 0, slot, 0);
   else if (g_str_equal (m, "call"))
     add_access (list, n, X86_REG_RSP, -8, 8, ACCESS_WRITE);
@@ -362,7 +378,7 @@ static guint put_string_records (GumX86Writer * w, const cs_insn * insn, guint32
  * code reads the mask into rcx and spills the indices below the stack pointer, then appends one
  * record per selected element. */
 
-enum { MASK_NONE, MASK_K, MASK_SIGNS_4, MASK_SIGNS_8, MASK_SIGN_BYTES };
+enum { MASK_NONE, MASK_K, MASK_K_PREFIX, MASK_SIGNS_4, MASK_SIGNS_8, MASK_SIGN_BYTES };
 
 typedef struct
 {
@@ -387,11 +403,19 @@ static int vector_number (x86_reg r, guint * bytes)
 /* The element size a masked move names: vmovdqu8/16/32/64, vmovdqa32/64, vmov[ua]ps/pd, vmovss/sd. */
 static guint move_element (const char * m)
 {
-  if (g_str_has_suffix (m, "8")) return g_str_has_suffix (m, "64") ? 8 : 1;
-  if (g_str_has_suffix (m, "16")) return 2;
+  if (g_str_has_suffix (m, "64") || g_str_has_suffix (m, "pd") || g_str_has_suffix (m, "sd")) return 8;
   if (g_str_has_suffix (m, "32") || g_str_has_suffix (m, "ps") || g_str_has_suffix (m, "ss")) return 4;
-  if (g_str_has_suffix (m, "pd") || g_str_has_suffix (m, "sd")) return 8;
+  if (g_str_has_suffix (m, "16")) return 2;
+  if (g_str_has_suffix (m, "8")) return 1;
   return 0;
+}
+
+/* The element size of a packed integer or floating-point mnemonic: ...b, w, d, q, ps, pd. */
+static guint packed_element (const char * m)
+{
+  if (g_str_has_suffix (m, "pd") || g_str_has_suffix (m, "q")) return 8;
+  if (g_str_has_suffix (m, "ps") || g_str_has_suffix (m, "d")) return 4;
+  return g_str_has_suffix (m, "w") ? 2 : 1;
 }
 
 /* Whether the instruction accesses memory element by element, and how (into e). */
@@ -454,12 +478,22 @@ static gboolean element_access (const cs_insn * insn, const char * m, ElementAcc
   if (g_str_has_prefix (m, "vmaskmov") || g_str_has_prefix (m, "vpmaskmov"))
   {
     if (vector_count != 2) return FALSE;
-    e->element = g_str_has_suffix (m, "pd") || g_str_has_suffix (m, "q") ? 8 : 4;
+    e->element = packed_element (m);
     e->count = mem->size / e->element;
     e->write = mem == &x->operands[0] ? ACCESS_WRITE : 0;
     e->mask = e->element == 8 ? MASK_SIGNS_8 : MASK_SIGNS_4;
     e->mask_register = mem == &x->operands[0] ? vectors[0] : vectors[1];
     return TRUE;
+  }
+  gboolean compress = g_str_has_prefix (m, "vcompress") || g_str_has_prefix (m, "vpcompress");
+  if (k >= 0 && (compress || g_str_has_prefix (m, "vexpand") || g_str_has_prefix (m, "vpexpand")))
+  {
+    /* The first popcount(mask) elements, contiguous: stored by compress, loaded by expand. */
+    e->element = packed_element (m);
+    e->count = mem->size / e->element;
+    e->write = compress ? ACCESS_WRITE : 0;
+    e->mask = MASK_K_PREFIX;
+    return e->count > 0 && e->count <= 64;
   }
   if (k < 0 || !g_str_has_prefix (m, "vmov") || (e->element = move_element (m)) == 0)
     return FALSE;
@@ -479,6 +513,13 @@ static void put_mask (GumX86Writer * w, const ElementAccess * e)
     const guint8 kmovq[] = { 0xc4, 0xe1, 0xfb, 0x93, (guint8) (0xc8 | r) };
     if (e->count <= 16) gum_x86_writer_put_bytes (w, kmovw, sizeof (kmovw));
     else gum_x86_writer_put_bytes (w, kmovq, sizeof (kmovq));
+  }
+  else if (e->mask == MASK_K_PREFIX)
+  {
+    /* kmovq rcx, k; popcnt rcx, rcx; mov rax, -1; bzhi rcx, rax, rcx: the lowest popcount bits. */
+    const guint8 prefix[] = { 0xc4, 0xe1, 0xfb, 0x93, (guint8) (0xc8 | r), 0xf3, 0x48, 0x0f, 0xb8, 0xc9,
+                              0x48, 0xc7, 0xc0, 0xff, 0xff, 0xff, 0xff, 0xc4, 0xe2, 0xf0, 0xf5, 0xc8 };
+    gum_x86_writer_put_bytes (w, prefix, sizeof (prefix));
   }
   else if (e->mask == MASK_SIGN_BYTES)
   {
