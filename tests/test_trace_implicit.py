@@ -33,7 +33,7 @@ char fx[512] __attribute__((aligned(16))), fpu[108];
 char xs[8192] __attribute__((aligned(64)));
 long double ld_in = 1.5L, ld_out;
 int lane, csr;
-extern char ret_target[];
+extern char ret_target[], leave_target[];
 
 /* rsp (and rbp) moved into a global for one instruction, then back. */
 NOINLINE void push_into_area(void) {
@@ -58,6 +58,19 @@ NOINLINE void enter_into_area(void) {
 NOINLINE void leave_from_area(void) {
   __asm__ volatile("mov %%rsp, %%r12\n\tmov %%rbp, %%r13\n\tlea stack_area+262152(%%rip), %%rbp\n\tleave\n\t"
                    "mov %%r12, %%rsp\n\tmov %%r13, %%rbp" ::: "r12", "r13", "memory");
+}
+/* Runs of pushes and pops (a prologue's, an epilogue's): one record for the run. */
+NOINLINE void push_run_into_area(void) {
+  __asm__ volatile("mov %%rsp, %%r12\n\tlea stack_area+262208(%%rip), %%rsp\n\tpush %%rbx\n\tpush %%r13\n\tpushq $9\n\t"
+                   "mov %%r12, %%rsp" ::: "r12", "memory");
+}
+NOINLINE void pop_run_from_area(void) {
+  __asm__ volatile("mov %%rsp, %%r12\n\tlea stack_area+262160(%%rip), %%rsp\n\tpop %%rax\n\tpop %%rcx\n\tpop %%rdx\n\t"
+                   "mov %%r12, %%rsp" ::: "r12", "rax", "rcx", "rdx", "memory");
+}
+NOINLINE void leave_ret_from_area(void) {
+  __asm__ volatile("mov %%rsp, %%r12\n\tmov %%rbp, %%r13\n\tlea stack_area+262152(%%rip), %%rbp\n\tleave\n\tret\n\t"
+                   ".globl leave_target\nleave_target:\n\tmov %%r12, %%rsp\n\tmov %%r13, %%rbp" ::: "r12", "r13", "memory");
 }
 NOINLINE void compare_strings(void) {
   long n = 64; const char *a = text, *b = other;
@@ -104,6 +117,11 @@ int main(void) {
   T("enter_read", sink = area[5] + area[6] + area[7]);
   T("write_frame", area[1] = (long) &area[2]);
   T("leave", leave_from_area());                       /* reads area[1] */
+  T("push_run", push_run_into_area());                 /* writes area[5..8) */
+  T("push_run_read", sink = area[4] + area[5] + area[6] + area[7]);
+  T("pop_run", pop_run_from_area());                   /* reads area[2..5) */
+  T("write_leave", area[1] = (long) &area[4]; area[2] = (long) leave_target);
+  T("leave_ret", leave_ret_from_area());               /* reads area[1], area[2] */
   T("write_text", memset(text, 'a', 64); memset(other, 'a', 64); other[10] = 'b'; text[20] = 0);
   T("cmps", compare_strings());                        /* 11 bytes of each */
   T("scas", scan_string());                            /* 21 bytes */
@@ -152,6 +170,10 @@ CLASS_EDGES = {
     "enter": {("write_link", "enter", "source", 8),            # enter $0, $2 copies the frame pointer at [rbp - 8]
               ("enter", "enter_read", "stack_area", 24)},      # and pushes rbp, that copy and the new frame pointer
     "leave": {("write_frame", "leave", "stack_area", 8)},      # leave pops rbp from [rbp]
+    "push, pop, leave runs": {("push_run", "push_run_read", "stack_area", 24),   # push rbx; push r13; push $9
+                              ("write_area", "push_run_read", "stack_area", 8),
+                              ("write_area", "pop_run", "stack_area", 24),       # pop rax; pop rcx; pop rdx
+                              ("write_leave", "leave_ret", "stack_area", 16)},   # leave; ret
     "cmps": {("write_text", "cmps", "text", 11),               # repe cmpsb stops after the differing byte 10
              ("write_text", "cmps", "other", 11)},
     "scas": {("write_text", "scas", "text", 21)},              # repne scasb stops after the zero at 20

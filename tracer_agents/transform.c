@@ -615,48 +615,103 @@ static void put_element_records (GumX86Writer * w, const cs_insn * insn, const E
   gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, RED_ZONE);
 }
 
+/* Runs of stack slots: a function's prologue pushes several registers, its epilogue pops them
+ * and returns (or leaves and returns), one instruction after another. The first of a run
+ * records the slots of them all, the others nothing (*covered counts them down): fewer records,
+ * the same bytes. Only plain encodings are looked at, in the code that follows the instruction;
+ * a block that begins inside a run records its own part again, which changes nothing. */
+#define MAX_RUN 16
+
+/* The size of the plain push (of a register or an immediate) or pop (of a register other than
+ * rsp) encoded at code, 0 if it is none. */
+static guint plain_stack_op (const guint8 * code, gboolean push)
+{
+  guint rex = code[0] == 0x41;
+  if (push && !rex && (code[0] == 0x6a || code[0] == 0x68))
+    return code[0] == 0x6a ? 2 : 5;
+  guint8 first = push ? 0x50 : 0x58;
+  if (code[rex] < first || code[rex] >= first + 8 || (!push && !rex && code[0] == 0x5c))
+    return 0;
+  return 1 + rex;
+}
+
+/* The instructions after insn that its stack record also covers, and their slots in *bytes. */
+static guint stack_run (const cs_insn * insn, const char * m, guint32 * bytes)
+{
+  const guint8 * next = (const guint8 *) GSIZE_TO_POINTER (insn->address + insn->size);
+  const cs_x86 * x = &insn->detail->x86;
+  gboolean push = g_str_equal (m, "push"), pop = g_str_equal (m, "pop");
+  guint more = 0, size;
+  if (!push && !pop && !g_str_equal (m, "leave"))
+    return 0;
+  if (x->prefix[2] == 0x66 || (x->op_count == 1 && (x->operands[0].type == X86_OP_MEM ||
+      (pop && x->operands[0].type == X86_OP_REG && x->operands[0].reg == X86_REG_RSP))))
+    return 0;
+  while ((push || pop) && more < MAX_RUN && (size = plain_stack_op (next, push)) != 0)
+  {
+    more++;
+    next += size;
+  }
+  if (!push && next[0] == 0xc3)   /* ret */
+    more++;
+  *bytes = 8 * (more + 1);
+  return more;
+}
+
+/* A time record before the block's first access (patterns): 1 if it was put, else 0. */
+static guint put_time_once (GumX86Writer * w, gboolean * untimed)
+{
+  if (!*untimed)
+    return 0;
+  put_time_record (w);
+  *untimed = FALSE;
+  return 1;
+}
+
 /* Returns the number of records the instruction appends before it runs; origin is 0 or
  * ACCESS_PROGRAM. Reads come first: an instruction reads its operands before it writes, which
  * matters when they overlap (push [rsp]). A repeated string instruction appends its records
  * after it ran (put_string_records). *untimed: the block still needs its time record
- * (patterns). */
-static guint put_accesses (GumX86Writer * w, const cs_insn * insn, guint32 origin, gboolean * untimed)
+ * (patterns). *covered: the stack records of this many instructions were put already
+ * (stack_run). */
+static guint put_accesses (GumX86Writer * w, const cs_insn * insn, guint32 origin, gboolean * untimed, guint * covered)
 {
   const char * m = base_mnemonic (insn);
   Access list[MAX_ACCESSES];
   guint n = 0, records = 0;
   if (touches_no_memory (insn))
     return 0;
-  guint32 slot = insn->detail->x86.prefix[2] == 0x66 ? 2 : 8;
-  gboolean repeated = is_repeated_string (insn);
+  guint32 slot = insn->detail->x86.prefix[2] == 0x66 ? 2 : 8, run_bytes = 0;
   ElementAccess element;
   if (element_access (insn, m, &element))
   {
-    if (*untimed)
-    {
-      put_time_record (w);
-      *untimed = FALSE;
-      records++;
-    }
+    records = put_time_once (w, untimed);
     put_element_records (w, insn, &element, origin | element.write);
     return records + element.count;
   }
-  if (!repeated)
+  if (is_repeated_string (insn))
   {
-    explicit_accesses (insn, m, slot, list, &n);
-    implicit_accesses (insn, m, slot, list, &n);
-  }
-  if ((n > 0 || repeated) && *untimed)
-  {
-    put_time_record (w);
-    *untimed = FALSE;
-    records++;
-  }
-  if (repeated)
-  {
+    records = put_time_once (w, untimed);
     put_string_start (w);
     return records;
   }
+  explicit_accesses (insn, m, slot, list, &n);
+  if (*covered > 0)
+    (*covered)--;
+  else
+  {
+    guint before = n;
+    *covered = stack_run (insn, m, &run_bytes);
+    implicit_accesses (insn, m, slot, list, &n);
+    if (*covered > 0 && n == before + 1)   /* one slot: widened to the run's */
+    {
+      if (list[before].write)
+        list[before].mem.disp = -(gint64) run_bytes;
+      list[before].size = run_bytes;
+    }
+  }
+  if (n > 0)
+    records = put_time_once (w, untimed);
   for (guint32 write = 0; write <= ACCESS_WRITE; write += ACCESS_WRITE)
     for (guint i = 0; i < n; i++)
       if (list[i].write == write)
@@ -808,7 +863,7 @@ void transform (GumStalkerIterator * it, GumStalkerOutput * output, gpointer use
   gboolean first = TRUE, analyse = FALSE, task_site = FALSE, untimed = tareador_patterns[0] != 0;
   guint32 origin = 0;
   guint8 * count_patch = NULL;
-  guint instructions = 0, unchecked = 0;
+  guint instructions = 0, unchecked = 0, covered = 0;
 
   while (gum_stalker_iterator_next (it, &insn))
   {
@@ -840,7 +895,7 @@ void transform (GumStalkerIterator * it, GumStalkerOutput * output, gpointer use
         put_prologue (it, w, FALSE);
         unchecked = 0;
       }
-      unchecked += put_accesses (w, insn, origin, &untimed);
+      unchecked += put_accesses (w, insn, origin, &untimed, &covered);
       if (task_site && insn->id == X86_INS_CALL && insn->size == 5 && insn->bytes[0] == 0xe8)
       {
         gum_stalker_iterator_put_callout (it, on_task_call, GSIZE_TO_POINTER (insn->address), NULL);
