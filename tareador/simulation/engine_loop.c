@@ -426,7 +426,8 @@ static void transfer(struct loop *L, int64_t m)
         p->psend[m] = L->now;
     if (L->net)
         push_event(L, L->now + p->transfer[m], p->nthreads + 2 * m);
-    push_event(L, L->now + p->transfer[m], p->nthreads + 2 * m + 1);
+    double t = L->net ? network_time(L->net, m, p->transfer[m]) : p->transfer[m];
+    push_event(L, L->now + t, p->nthreads + 2 * m + 1);
 }
 
 static void begin_global(struct loop *L, int64_t o);
