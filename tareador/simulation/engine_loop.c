@@ -520,12 +520,13 @@ static void do_send(struct loop *L, int32_t t, int64_t i, int64_t m)
     const struct plan *p = &L->p;
     if (p->record && !L->paid[t]) {
         p->sthread[m] = t;
-        p->scpu[m] = L->cpu_of[t] + 1;
         p->lsend[m] = L->now;
     }
     reached(L, t, i);
     if (pay_latency(L, t, m))
         return;
+    if (p->record) /* where it paid the latency, as Dimemas writes it (the thread may have changed CPUs) */
+        p->scpu[m] = L->cpu_of[t] + 1;
     L->sent[m] = 1;
     int64_t key = p->key[m];
     if (p->rendezvous[m] && !(L->posted[m] && p->by_irecv[m]) && L->receivers[key].head < 0) {
