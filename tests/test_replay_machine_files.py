@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 
 from tareador.cli.mapping import with_ranks_per_node
+from tareador.errors import MachineError
 from tareador.formats.dimemas import read_dim, write_dim
 from tareador.formats.paraver import pcf_value_labels
-from tareador.replay.dimemas_config import parse_cfg
-from tareador.replay.dimemas_engine import replay
-from tareador.replay.machine import MB, Machine, MachineError, load_machine, parse_toml
+from tareador.simulation.dimemas_config import parse_cfg
+from tareador.simulation.dimemas_engine import replay
+from tareador.simulation.machine import BUNDLED, MB, Machine, load_machine, parse_toml
 from tareador.tracing.mpi_launch import MPIS
-from tests.test_mpi_run import call, make_run
-from tests.test_replay_dimemas import dim
+from tests.helpers import call, dim, make_run
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+CLUSTER = BUNDLED / "cluster.toml"
 ONE_BYTE_PER_NS = 1e9 / MB  # MB/s, exact in binary
 PTP = 50000001  # Extrae's point-to-point MPI event type: MPI_Isend 3, MPI_Irecv 4, MPI_Wait 5, MPI_Waitall 6
 
@@ -276,9 +276,9 @@ def test_a_send_is_recorded_on_the_cpu_where_it_paid_its_latency(tmp_path):
                                                          policy="cp"), record=True).paraver
     assert run.end_time == 21000
     comms = sorted(zip(*(run.comms[k].tolist() for k in ("thread", "cpu", "lsend", "psend", "rthread", "rcpu",
-                                                          "lrecv", "precv"))))
+                                                          "lrecv", "precv")), strict=True))
     assert comms == [(0, 1, 11000, 17000, 2, 2, 0, 17000), (1, 1, 3000, 4000, 3, 1, 0, 4000)]
-    states = sorted(zip(*(run.states[k].tolist() for k in ("thread", "cpu", "begin", "end", "state"))))
+    states = sorted(zip(*(run.states[k].tolist() for k in ("thread", "cpu", "begin", "end", "state")), strict=True))
     assert states == [(0, 0, 0, 1000, 5), (0, 0, 11000, 16000, 5), (0, 1, 16000, 17000, 26), (0, 1, 17000, 18000, 1),
                       (0, 2, 1000, 11000, 1),
                       (1, 0, 0, 1000, 5), (1, 1, 1000, 3000, 1), (1, 1, 3000, 4000, 26), (1, 1, 4000, 16000, 1),
@@ -297,7 +297,7 @@ def test_a_context_switch_before_a_latency(tmp_path):
               "1:1:0:0.0\n20:1:0:9:1\n3:1:0:0:0:1:0:0\n"]
     run = replay(dim(tmp_path, [1, 1], blocks), Machine(nodes=2, inter_latency=1e-6, context_switch=5e-7),
                  record=True).paraver
-    states = sorted(zip(*(run.states[k].tolist() for k in ("thread", "begin", "end", "state"))))
+    states = sorted(zip(*(run.states[k].tolist() for k in ("thread", "begin", "end", "state")), strict=True))
     assert [s for s in states if s[0] == 0] == [(0, 0, 500, 6), (0, 500, 1000, 6), (0, 1000, 2000, 1),
                                                 (0, 2000, 2500, 6), (0, 2500, 3500, 26)]
 
@@ -398,9 +398,9 @@ def test_overlapped_traces_show_what_ran(traced, tmp_path):
     receives with MPI_Irecv and its wait with MPI_Wait, and name them in their .pcf; the events
     take no time (a rank per node: replayed without them, the same makespan)."""
     run = traced("jacobi")
-    r = tareador("overlap", run, "--machine", EXAMPLES / "machines" / "cluster.toml", "--bandwidth", "100")
+    r = tareador("overlap", run, "--machine", CLUSTER, "--bandwidth", "100")
     assert r.returncode == 0, r.stderr
-    machine = load_machine(EXAMPLES / "machines" / "cluster.toml")
+    machine = load_machine(CLUSTER)
 
     def task_types(text: str) -> Counter:
         return Counter(tuple(line.split(":")[1::3]) for line in text.splitlines() if line.startswith("20:")

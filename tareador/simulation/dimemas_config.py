@@ -202,7 +202,7 @@ def _node(r: _Reading, rec: str, lineno: int, items: list[str]) -> None:
     node = tuple(r.num(rec, lineno, items, first + i, k) for i, k in enumerate(NODE_KINDS))
     r.nodes += count
     r.node_params.add(node)
-    r.values.update(zip(NODE_FIELDS, node))
+    r.values.update(zip(NODE_FIELDS, node, strict=True))
 
 
 def _mapping(r: _Reading, rec: str, lineno: int, items: list[str]) -> None:
@@ -389,7 +389,7 @@ def _global_op(glop_text: str, fans: list[str], where: str) -> tuple[int, tuple[
     glop = int(glop_text)
     if not 0 <= glop < len(GLOBAL_OPS):
         raise MachineError(f"{where}: global operation {glop} is not one of Dimemas' 0..{len(GLOBAL_OPS) - 1}")
-    for text, table, what in zip(fans, (FAN_MODELS, FAN_SIZES) * 2, ("model", "size") * 2):
+    for text, table, what in zip(fans, (FAN_MODELS, FAN_SIZES) * 2, ("model", "size") * 2, strict=True):
         if text not in table:
             raise MachineError(f"{where}: {text!r} is not a fan {what} ({', '.join(table)})")
     return glop, (FAN_MODELS[fans[0]], FAN_SIZES[fans[1]], FAN_MODELS[fans[2]], FAN_SIZES[fans[3]])

@@ -144,7 +144,7 @@ def fans(machine: Machine, glop: np.ndarray) -> list[np.ndarray]:
     default = np.where(glop == GLOP_REDUCE, CONSTANT, machine.collective_model)
     out = [default, np.full(len(glop), CURRENT), default.copy(), np.full(len(glop), CURRENT)]
     for op, *fan in machine.collective_models:
-        for column, value in zip(out, fan):
+        for column, value in zip(out, fan, strict=True):
             column[glop == op] = value
     return out
 

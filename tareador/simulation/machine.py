@@ -10,7 +10,6 @@ every burst. Traced instruction counts become seconds through
 from __future__ import annotations
 
 import math
-import re
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -76,8 +75,8 @@ class Machine:
         """
         if self.mapping:
             if len(self.mapping) < ntasks:
-                raise MachineError(f"the machine's mapping places {len(self.mapping)} ranks but the trace has {ntasks}; "
-                                   "list a node for every rank, or map them with --ranks-per-node")
+                raise MachineError(f"the machine's mapping places {len(self.mapping)} ranks but the trace has "
+                                   f"{ntasks}; list a node for every rank, or map them with --ranks-per-node")
             return list(self.mapping[:ntasks])
         if self.interleaved:
             return [t % self.nodes for t in range(ntasks)]

@@ -59,7 +59,7 @@ def _open_after(trace: DimTrace, events: np.ndarray, factors: dict) -> np.ndarra
     opened: deque[tuple[int, int]] = deque()  # (type, index) of the open modules, the front first
     thread = -1
     for i, (g, kind, value) in enumerate(zip(trace.gthread[events].tolist(), trace.a[events].tolist(),
-                                             trace.b[events].tolist())):
+                                             trace.b[events].tolist(), strict=True)):
         if g != thread:
             opened, thread = deque(), g
         if value != 0:

@@ -165,7 +165,7 @@ def _completions(calls) -> dict[int, int]:
     return done
 
 
-def _rank_timeline(rank: int, records: list[_Record], fragments: "_Fragments", values: dict[str, int], end: int,
+def _rank_timeline(rank: int, records: list[_Record], fragments: _Fragments, values: dict[str, int], end: int,
                    rate: float) -> str:
     """The rank's thread: its records in order, each framed by its call's MPI event, its fragments
     framed by their task type's, CPU bursts between."""
