@@ -187,8 +187,8 @@ def _environment(r: _Reading, rec: str, lineno: int, items: list[str]) -> None:
 
 
 def _node(r: _Reading, rec: str, lineno: int, items: list[str]) -> None:
-    """"node information" (13 fields, or 14 with a node id Dimemas ignores) or "multi node
-    information" (14: machine id, node count, ...)."""
+    """A "node information" record (13 fields, or 14 with a node id Dimemas ignores) or a "multi
+    node information" one (14: machine id, node count, ...)."""
     if rec == "node information" and len(items) == 11:
         r.fail(lineno, "the old 11-field 'node information' (no intra-node buses and links) is not supported; use the "
                        "13-field form")
@@ -197,6 +197,8 @@ def _node(r: _Reading, rec: str, lineno: int, items: list[str]) -> None:
         r.fail(lineno, "the machine id must be 0: replay simulates one machine")
     first = len(items) - 11
     count = r.num(rec, lineno, items, 1, int) if rec == "multi node information" else 1
+    if rec == "node information" and first == 3:
+        r.num(rec, lineno, items, 1, int)  # the node id: a number, which Dimemas then ignores
     if count < 1:
         r.fail(lineno, f"a node count of {count}; Dimemas needs at least 1")
     node = tuple(r.num(rec, lineno, items, first + i, k) for i, k in enumerate(NODE_KINDS))
@@ -206,7 +208,7 @@ def _node(r: _Reading, rec: str, lineno: int, items: list[str]) -> None:
 
 
 def _mapping(r: _Reading, rec: str, lineno: int, items: list[str]) -> None:
-    """"mapping information" {trace, tasks, [n] {nodes}} or "predefined mapping information"."""
+    """A "mapping information" record {trace, tasks, [n] {nodes}}, or a "predefined mapping information" one."""
     if r.mapped:
         r.fail(lineno, f"a second mapping (the first is at line {r.mapped}) maps a second application; replay "
                        "simulates one")

@@ -8,7 +8,10 @@ What the model does (read in the source of Dimemas 5.5.0 and checked against its
 - a send, a receive and a wait cost the thread ``latency`` on its CPU first (an irecv does not),
   then the transfer takes size / bandwidth, after taking the sender's out link, the receiver's
   in link and a bus where those are limited (engine_network.c: half-duplex links, links lent
-  between transfers);
+  between transfers; under Dimemas' RR and BOOST communication policies a message never waits
+  for a bus and shares its bandwidth instead);
+- a CPU burst takes its time divided by the relative speed, and first by the factor of the
+  module (an event) it runs in, if the machine defines one (simulation/modules.py);
 - rendezvous sends (sync bit 0, and every message between two threads of one task) start their
   transfer only once a receive waits for them; an immediate send lets the sender go on meanwhile;
 - latency and bandwidth are the intra-node ones when both tasks share a node, else inter-node;
