@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from tareador.errors import MachineError
@@ -59,6 +59,16 @@ class Machine:
     # (simulation/global_ops.py); operations not listed keep collective_model and their own sizes.
     collective_models: tuple[tuple[int, int, int, int, int], ...] = ()
     warnings: tuple[str, ...] = field(default=(), compare=False)  # what the file says that changes nothing here
+    # The task runtime (simulate only): what a thread does once it created a task, and what
+    # creating and starting a task cost (benchmarks/runtime_costs.py measures libgomp's).
+    creation: str = "help-first"  # help-first: it goes on, the task is queued; work-first: it runs the task
+    creation_cost: float = 0.0  # seconds the creating core spends per task it creates
+    start_cost: float = 0.0  # seconds the core that runs a task spends starting it (and ending it)
+
+    def seconds_to_units(self, seconds: float) -> int:
+        """A cost in seconds of this machine as whole units of the simulation (instructions, or
+        nanoseconds when the durations are measured): what the list scheduler adds."""
+        return round(seconds * self.rate)
 
     @property
     def rate(self) -> float:
@@ -89,13 +99,23 @@ class Machine:
         return [t // per_node for t in range(ntasks)]
 
 
+def in_nanoseconds(machine: Machine) -> Machine:
+    """The machine for measured durations (tareador time), whose units are nanoseconds: 10^9 per
+    second (relative_speed still divides them); its task overhead, given in instructions, turned
+    into nanoseconds at its instruction rate."""
+    overhead = round(machine.task_overhead * 1e9 / machine.instructions_per_second)
+    return replace(machine, instructions_per_second=1e9, task_overhead=overhead)
+
+
 TOML_SECTIONS = {
     "cpu": ("nodes", "cores_per_node", "relative_speed", "instructions_per_second", "task_overhead",
             "tasks_per_node", "mapping"),
     "network": ("intra_latency", "intra_bandwidth", "intra_buses", "intra_in_links", "intra_out_links",
                 "inter_latency", "inter_bandwidth", "buses", "in_links", "out_links", "collective_model", "bus_policy"),
     "scheduler": ("policy", "quantum", "context_switch"),
+    "runtime": ("creation", "creation_cost", "start_cost"),
 }
+CREATION_MODELS = ("help-first", "work-first")
 
 
 def read_text(path: Path, what: str) -> str:
@@ -168,7 +188,7 @@ def checked(values: dict, path) -> Machine:
     types = {f.name: f.type for f in fields(Machine)}
     out = {}
     for key, value in values.items():
-        if key in ("policy", "bus_policy"):
+        if key in ("policy", "bus_policy", "creation"):
             value = str(value).lower()
         elif key == "mapping":
             value = _mapping(value, path)
@@ -198,6 +218,8 @@ def checked(values: dict, path) -> Machine:
     if m.collective_model not in (1, 2, 3):
         raise MachineError(f"{path}: collective_model must be 1 (constant), 2 (linear) or 3 (logarithmic), "
                            f"Dimemas' models of global operations, not {m.collective_model}")
+    if m.creation not in CREATION_MODELS:
+        raise MachineError(f"{path}: creation {m.creation!r} is not one of {', '.join(CREATION_MODELS)}")
     if m.policy == "rr" and m.quantum <= 0:
         raise MachineError(f"{path}: the rr policy needs a quantum > 0 (seconds)")
     if m.bus_policy not in BUS_POLICIES:
