@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "tareador.h"
 
 volatile const void *tareador_last_marker_argument;
@@ -34,6 +35,7 @@ typedef struct { uint64_t ns; uint32_t event, name; } TareadorEvent;
  * program's data), should the markers be linked statically into a traced program. */
 struct {
   int on, region_only;
+  pid_t pid; /* the process timed: a forked child inherits the record, but does not write it */
   const char *path;
   TareadorEvent *events;
   uint64_t count, capacity;
@@ -116,7 +118,7 @@ static double event_cost(void)
 
 static void write_timing(void)
 {
-  if (!tareador_timing.on) return;
+  if (!tareador_timing.on || getpid() != tareador_timing.pid) return;
   tareador_timing_record(EVENT_FINISH, NULL);
   double cost = event_cost();
   tareador_timing.on = 0;
@@ -142,6 +144,7 @@ __attribute__((constructor)) static void start_timing(void)
   if (!path || !*path || tareador_timing.on) return;
   const char *region = getenv("TAREADOR_TIMING_REGION_ONLY");
   tareador_timing.path = path;
+  tareador_timing.pid = getpid();
   tareador_timing.region_only = region && *region == '1';
   tareador_timing.on = 1;
   atexit(write_timing);
