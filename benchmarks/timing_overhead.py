@@ -3,7 +3,8 @@
 Usage: python benchmarks/timing_overhead.py [--count N] [--repeat R]
 
 Builds benchmarks/timing_overhead.c (cc -O2, linked with the annotation library) and measures
-the wall time of a loop of N empty tasks (the program times its own loop):
+the CPU time of a loop of N empty tasks (the program times its own loop; its thread's CPU time,
+as waits for a core on a busy machine would otherwise count):
 
 - markers: tareador_start_task/end_task around nothing, the record off (an ordinary run) and on
   (TAREADOR_TIMING set: the timing run); the difference over 2N markers is what one costs;
@@ -74,7 +75,7 @@ def main() -> int:
     hooked = (best["calls hooked"] - best["calls"]) / n * 1e9
     print(f"{n} empty tasks, fastest of {args.repeat} runs, load average {load:.1f} before, "
           f"{os.getloadavg()[0]:.1f} after\n")
-    print("| loop | time (ms) | per task (ns) | timing's cost |")
+    print("| loop | CPU time (ms) | per task (ns) | timing's cost |")
     print("|---|---|---|---|")
     print(f"| markers, record off (an ordinary run) | {best['markers off'] * 1e3:.1f} | "
           f"{best['markers off'] / n * 1e9:.1f} | |")
