@@ -9,6 +9,7 @@ by what the program itself sleeps (nanosleep sleeps at least as long as asked).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from tareador.cli import main as cli
 from tareador.taskgraph.durations import MeasuredClock, measured_calls, measured_trace
 from tareador.taskgraph.model import Fragment, MpiCall, TaskTrace
 from tareador.tracing.run import trace
-from tests.helpers import write_c
+from tests.helpers import EXAMPLES, write_c
 from tareador.tracing.timing import (CALIBRATION, EVENT, FINISH, FUNCTION_ENTER, FUNCTION_LEAVE, MPI_ENTER, MPI_LEAVE,
                                      NO_NAME, OFF, ON, START, END, TimingError, TimingRecord, fragments,
                                      interval_costs)
@@ -212,3 +213,19 @@ def test_the_measured_clock():
     call = MpiCall(0, 0, "MPI_Isend", 1, 0, 0, 8, "", 25, 45, "0", 1)
     blocking = MpiCall(0, 1, "MPI_Send", 1, 0, 0, 8, "", 10, 10, "", 1)
     assert [(c.posted, c.completed) for c in measured_calls(trace, ns, [call, blocking])] == [(130, 170), (100, 100)]
+
+
+def test_library_functions_are_timed_where_the_program_calls_them(compile_c, tmp_path, capsys):
+    """examples/cholesky_lapack's kernels are LAPACKE and CBLAS functions (of system libraries):
+    their calls from the program are the tasks (LAPACKE_dpotrf_work calling BLAS inside is not),
+    timed through hooks at the libraries' entries and matched to the trace one to one."""
+    if not (Path("/usr/include/lapacke.h").exists() and Path("/usr/include/x86_64-linux-gnu/cblas.h").exists()):
+        pytest.skip("LAPACKE and CBLAS are not installed (liblapacke-dev, libblas-dev); `make deps` installs them")
+    exe = compile_c(EXAMPLES / "cholesky_lapack" / "cholesky_lapack.c", markers=False, libs="-llapacke -lblas")
+    d = tmp_path / "lapack.tareador"
+    kernels = ["LAPACKE_dpotrf_work", "cblas_dtrsm", "cblas_dsyrk", "cblas_dgemm"]
+    t = trace([str(exe), "4", "16"], d, progress=False, task_functions=kernels)
+    assert sum(1 for x in t.fragments if x.starts_instance and not x.is_main) == 20
+    status, out, _ = run_cli(capsys, "time", d, "--repeat", "1")
+    assert status == 0 and f"fragments         {len(t.fragments)}, matched one to one" in out
+    assert sorted(durations_of(d)) == [x.id for x in t.fragments]

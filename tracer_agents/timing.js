@@ -1,4 +1,4 @@
-/* tareador time: hooks, not Stalker. The program runs natively; its markers note their events
+/* tareador time: hooks, not Stalker (after modules.js). The program runs natively; its markers note their events
  * themselves (annotations/tareador.c, on with TAREADOR_TIMING), and this agent adds, through
  * Interceptor listeners in native code (timing.c), the calls of the --task-function functions,
  * the entry of main when the program has no tareador_ON (the whole of main is then analysed, as
@@ -42,6 +42,17 @@ function hookMpi(cm) {
 
 /* A do-nothing function long enough to hook, called from native code while the record is on
  * (and before main, outside every analysed region): its events measure the hooks' own cost. */
+/* A task function's listener data (timing.c's Hook): its name, and whether it is a system
+ * library's. */
+function hookData(name, system) {
+  const data = Memory.alloc(16);
+  const text = Memory.allocUtf8String(name);
+  data.writePointer(text);
+  data.add(8).writeU64(system ? 1 : 0);
+  hooked.push(data, text);
+  return data;
+}
+
 function calibrate(cm, state, recording) {
   if (recording === null || recording.readS32() !== 1) return;
   const dummy = Memory.alloc(Process.pageSize);
@@ -51,9 +62,9 @@ function calibrate(cm, state, recording) {
     w.putRet();
     w.flush();
   });
-  const name = Memory.allocUtf8String('tareador calibration');
-  hooked.push(dummy, name);
-  const listener = Interceptor.attach(dummy, { onEnter: cm.function_enter, onLeave: cm.function_leave }, name);
+  hooked.push(dummy);
+  const listener = Interceptor.attach(dummy, { onEnter: cm.function_enter, onLeave: cm.function_leave },
+    hookData('tareador calibration', false));
   const thread = state.readU64();
   state.writeU64(Process.getCurrentThreadId());  /* the hooks count this thread's calls meanwhile */
   new NativeFunction(cm.calibrate, 'void', ['pointer', 'uint'])(dummy, CALIBRATION_ROUNDS);
@@ -70,19 +81,23 @@ rpc.exports = {
     state.writeU64(Process.id);  /* the spawned process's main thread has the process id as thread id */
     hooked.push(state);
     const record = recorder(options.library);
-    const cm = new CModule(options.source, { tareador_timing_record: record, timing_state: state });
+    const modules = Process.enumerateModules().filter(m => !m.name.startsWith('libtareador'));
+    const program = userModules(modules, []);
+    const ranges = rangesBuffer(codeRanges(program));
+    hooked.push(ranges);
+    const cm = new CModule(options.source, { tareador_timing_record: record, timing_state: state,
+      user_ranges: ranges });
     hooked.push(cm);
     calibrate(cm, state, findSymbol(Process.findModuleByAddress(record), 'tareador_timing'));
     const failed = [];
-    for (const f of options.functions) {
-      const name = Memory.allocUtf8String(f.name);
-      hooked.push(name);
-      for (const offset of f.offsets) {
-        try {
-          Interceptor.attach(main.base.add(offset), { onEnter: cm.function_enter, onLeave: cm.function_leave }, name);
-        } catch (error) {
-          failed.push(f.name);
-        }
+    const own = new Set(program.map(m => m.path));
+    for (const { address, f } of functionEntries(options.functions)) {
+      const module = Process.findModuleByAddress(address);
+      try {
+        Interceptor.attach(address, { onEnter: cm.function_enter, onLeave: cm.function_leave },
+          hookData(f.name, module === null || !own.has(module.path)));
+      } catch (error) {
+        failed.push(f.name);
       }
     }
     if (!hasOn) {

@@ -262,13 +262,12 @@ def _run_hooked(argv: list[str], env: dict, library: Path, functions: tuple, mpi
     try:
         session = device.attach(pid)
         session.on("detached", on_detached)
-        script = session.create_script((agents / "timing.js").read_text())
+        script = session.create_script(toolchain.agent_script("timing.js"))
         script.on("message", on_message)
         script.load()
         try:
             result = script.exports_sync.init({"source": (agents / "timing.c").read_text(), "library": str(library),
-                                               "functions": [{"name": f.name, "offsets": list(f.offsets)}
-                                                             for f in functions], "mpi": mpi})
+                                               "functions": [vars(f) for f in functions], "mpi": mpi})
         except frida.core.RPCException as e:
             raise TimingError(f"the timing hooks could not be installed in '{argv[0]}': "
                               f"{str(e).splitlines()[0]}") from None

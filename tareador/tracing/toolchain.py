@@ -71,9 +71,15 @@ class AgentSources:
     analysis_library: Path
 
 
+def agent_script(name: str) -> str:
+    """A Frida script of tracer_agents/, after modules.js, which both agents use."""
+    d = agents_dir()
+    return (d / "modules.js").read_text() + (d / name).read_text()
+
+
 def agent_sources() -> AgentSources:
     d = agents_dir()
-    return AgentSources((d / "agent.js").read_text(), (d / "transform.c").read_text(),
+    return AgentSources(agent_script("agent.js"), (d / "transform.c").read_text(),
                         (d / "allocations.c").read_text(), (d / "mpi.c").read_text(), analysis_library())
 
 
