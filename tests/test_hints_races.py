@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 from conftest import openmp_program, write_c
+
 from tareador import hints as load_hints
 from tareador.render.hints import hints_json, pragmas
 from tareador.tracing.run import trace
@@ -251,7 +252,8 @@ def test_tiles_of_one_allocation_are_named_each(compile_c, tmp_path):
     assert got == {
         "potrf": [("TILE(k, k)", "inout", tile, True)],
         "trsm": [("TILE(k, k)", "in", tile, True), ("TILE(i, k)", "inout", tile, True)],
-        "gemm": [("TILE(i, k)", "in", tile, True), ("TILE(j, k)", "in", tile, True), ("TILE(i, j)", "inout", tile, True)],
+        "gemm": [("TILE(i, k)", "in", tile, True), ("TILE(j, k)", "in", tile, True),
+                 ("TILE(i, j)", "inout", tile, True)],
         "syrk": [("TILE(i, k)", "in", tile, True), ("TILE(i, i)", "inout", tile, True)],
     }
     assert h.warnings == [] and h.unenforced == [] and h.tinf_pragmas == h.tinf
@@ -269,8 +271,79 @@ def test_sparse_lu_reader_of_part_of_a_block(compile_c, tmp_path):
     h = load_hints(str(tmp_path / "t"))
     fwd = next(th for th in h.types if th.name == "fwd")
     diagonal = fwd.clauses[0]
-    assert (diagonal.target, diagonal.mode, diagonal.read, diagonal.span) == ("M[k * NB + k]", "in", (64, 504), (0, 512))
+    assert (diagonal.target, diagonal.mode, diagonal.read, diagonal.span) == ("M[k * NB + k]", "in", (64, 504),
+                                                                              (0, 512))
     assert pragmas(fwd, {"BS": 8})[0] == ("#pragma omp task depend(in: M[k * NB + k][0:BS*BS]) "
                                           "depend(inout: M[k * NB + j][0:BS*BS])")
     assert all(th.set_before == ["heap:sparselu.c:79#0"] for th in h.types)
     assert h.warnings == [] and h.unenforced == [] and h.tinf_pragmas == h.tinf
+
+
+PIPELINE = r'''
+#include <stdio.h>
+#include "tareador.h"
+#define N 64
+#define STEPS 32
+
+double a[N], scratch[16];
+
+/* *x := the mean of *x + 0 .. *x + 15, through the scratch buffer every step shares. */
+static void step(double *x, double *tmp)
+{
+  for (int i = 0; i < 16; i++) tmp[i] = *x + i;
+  double s = 0;
+  for (int i = 0; i < 16; i++) s += tmp[i];
+  *x = s / 16;
+}
+
+int main(void)
+{
+  for (int i = 0; i < N; i++) a[i] = i;
+  double total = 0;
+  tareador_ON();
+  for (int t = 0; t < STEPS; t++) {
+    for (int i = 0; i < N; i++) {
+      tareador_start_task("step");
+      step(&a[i], scratch);
+      tareador_end_task("step");
+    }
+    total = 0;
+    for (int i = 0; i < N; i++) total += a[i];
+  }
+  tareador_OFF();
+  printf("total=%g\n", total);
+  return total != N * (N - 1) / 2.0 + STEPS * 7.5 * N;
+}
+'''
+
+
+def test_hints_at_scale(compile_c, tmp_path):
+    """2048 step instances (issue 18: hints linear in instances and edges, here with 4,000 WAR/WAW
+    between tasks to place). Within a round the steps share `scratch` and nothing else: each
+    writes it after the one before (a WAW and, having read it, a WAR), which no RAW orders: 32 x 63
+    of each kept by OpenMP. Across rounds they are ordered through main, which reads every a[i]
+    after each round (a taskwait in each of the 32 rounds). Kept, they chain every step of a round,
+    so T∞ without renaming is main's fragment before the first step, every step, and the 32
+    fragments of main that sum a round (each step being longer than main's fragments that create
+    the tasks, which run beside them); the pragmas (inout on scratch, a[i] and the taskwaits) give
+    OpenMP the same graph (scratch is out: each step writes it before reading it), and order every
+    traced dependence."""
+    t = trace([str(compile_c(write_c(tmp_path, "pipeline", PIPELINE)))], tmp_path / "t", progress=False)
+    h = load_hints(str(tmp_path / "t"))
+    (step,) = h.types
+    assert step.instances == 2048
+    assert pragmas(step, {})[0] == "#pragma omp task depend(out: scratch[0:16]) depend(inout: a[i])"
+    assert h.warnings == [
+        "the program's own code reads a after tasks wrote it, at 32 place(s): put a #pragma omp taskwait "
+        "(OmpSs-2: #pragma oss taskwait) before each",
+        f"OpenMP keeps 2016 WAR and 2016 WAW dependence(s) between tasks that a renaming runtime (and tareador's "
+        f"prediction) removes: T∞ {h.tinf} -> {h.tinf_without_renaming} instructions, parallelism "
+        f"{t.t1 / h.tinf:.2f} -> {t.t1 / h.tinf_without_renaming:.2f}"]
+    main = [x for x in t.fragments if x.is_main]
+    steps = [x.instructions for x in t.fragments if not x.is_main]
+    sums = [x for x in main if x.instructions > min(steps)]
+    # Fragments: main's, then per step the step and main's fragment after creating it.
+    assert [s.id for s in sums] == [128 * (k + 1) for k in range(32)]
+    assert h.tinf_without_renaming == h.tinf_pragmas == main[0].instructions + sum(steps) + sum(
+        s.instructions for s in sums)
+    assert h.unenforced == []

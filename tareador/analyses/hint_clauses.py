@@ -6,9 +6,10 @@ start than their writer does. So the bytes that need a dependence (those task in
 what the program's own code writes before creating a task reaches it by the creation) are cut
 into *regions*, one per object stretch where what task instances read and wrote overlaps (among
 those holding bytes a task wrote), and every instance that touches a region gets the whole
-region as its item: one start and one length, whatever task type names it. An instance names a region through the pointer argument that points
-at its start (else the nearest one below it, else above), so that tiles of one allocation are
-each named by the expression that addresses them (``A[k][k][0:TS*TS]``); a task type prints one
+region as its item: one start and one length, whatever task type names it. An instance names a
+region through the pointer argument that points at its start (else the nearest one below it, else
+above), so that tiles of one allocation are each named by the expression that addresses them
+(``A[k][k][0:TS*TS]``, ``TILE(i, k)[0]``); a task type prints one
 item per argument, so where its instances would need different offsets or lengths from one
 argument, the regions it names that way are merged (serialising those instances, which the
 warnings say), and where one region is still named from different offsets, by the object itself.
@@ -57,7 +58,12 @@ class Instance:
     type: str
     signature: Signature
     args: dict[int, int]  # parameter position -> value
+    called: bool  # it called its body right after its marker (calls.csv): part 0 evaluated the arguments
     accesses: list[Access] = field(default_factory=list)
+
+    def body_reads(self) -> set[str]:
+        """The objects its body read (not the evaluation of the body call's arguments)."""
+        return {a.object for a in self.accesses if a.read_lo >= 0 and (a.part or not self.called)}
 
 
 @dataclass
@@ -100,6 +106,9 @@ def consolidate(i: Instance, objects: dict[str, DataObject]) -> None:
     parameters (the registers a call with fewer arguments leaves as they were, which may point
     anywhere): one read and one write hull per object, before the call and per stretch between
     pointer arguments after it, per fragment."""
+    seen: set[tuple[int, str]] = set()
+    if all((a.task, a.object) not in seen and not seen.add((a.task, a.object)) for a in i.accesses):
+        return
     cuts = sorted(set(i.args.values()))
     merged: dict[tuple[int, str, int], list[Range | None]] = {}
     for a in i.accesses:
@@ -220,6 +229,8 @@ def name_uses(instances: list[Instance], regions: Regions, objects: dict[str, Da
 
 def _uniform(items: list[Named]) -> bool:
     """Whether every instance names the same (offset, length) items through the key."""
+    if len({(n.offset, n.region[1] - n.region[0]) for n in items}) == 1:
+        return True
     per: dict[int, set[Range]] = defaultdict(set)
     for n in items:
         per[n.instance].add((n.offset, n.region[1] - n.region[0]))

@@ -20,13 +20,23 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
-from tareador.analyses.hint_clauses import (IN, INOUT, OUT, Clause, Instance, consolidate, own_locals, settle_regions,
-                                            type_clauses)
-from tareador.analyses.pragma_dag import PragmaRun, Structure, pragma_dag, replay, unenforced
+from tareador.analyses.hint_clauses import (
+    IN,
+    INOUT,
+    OUT,
+    Clause,
+    Instance,
+    consolidate,
+    own_locals,
+    settle_regions,
+    type_clauses,
+)
+from tareador.analyses.pragma_dag import PragmaRun, Structure, replay, unenforced
 from tareador.analyses.signatures import Signature, signature
 from tareador.errors import TraceDirError
 from tareador.taskgraph.dag import Dag, dag_from_trace, indices, reaches, span, with_edges
@@ -56,9 +66,14 @@ class Hints:
     warnings: list[str]
     tinf: int  # with renaming (what tareador simulates)
     tinf_without_renaming: int  # with the WAR/WAW between tasks kept, as OpenMP keeps them
-    pragma_deps: list[Dependency]  # what OpenMP derives from the pragmas (and the taskwaits asked for)
-    tinf_pragmas: int  # T∞ under pragma_deps
+    run: PragmaRun  # what OpenMP derives from the pragmas (and the taskwaits asked for)
+    tinf_pragmas: int  # T∞ under the pragmas
     unenforced: list[Dependency] = field(default_factory=list)  # traced dependences the pragmas do not order
+
+    @cached_property
+    def pragma_deps(self) -> list[Dependency]:
+        """The dependences OpenMP derives from the pragmas and the taskwaits, fragment to fragment."""
+        return self.run.dependencies()
 
     def pragma_trace(self, trace: TaskTrace) -> TaskTrace:
         """trace with the dependences the pragmas give instead of the traced ones: simulate it to
@@ -94,7 +109,7 @@ def _instances(trace: TaskTrace, accesses: list[Access], calls: list[TaskCall],
         sig = signatures.get((call.module, call.function_offset, call.site_offset)) if call else None
         sig = sig or Signature(call.function if call else "", (), ())
         args = [int(v, 16) for v in call.args.split(";")] if call else []
-        out[t.id] = Instance(t.id, t.name, sig, _argument_values(args, sig))
+        out[t.id] = Instance(t.id, t.name, sig, _argument_values(args, sig), call is not None)
     for a in accesses:
         i = out.get(by_id[a.task].instance) if a.task in by_id else None
         if i is not None:
@@ -138,24 +153,37 @@ def hints(trace: TaskTrace, accesses: list[Access], calls: list[TaskCall],
     for th in types:
         th.own_locals = private.get(th.name, [])
     touching = {(n.instance, n.obj.name) for items in settled.named.values() for n in items}
+    body_reads = {(i.id, o) for i in instances for o in i.body_reads()}
     required = [d for d in trace.deps if s.instance_of[d.src] != s.instance_of[d.dst]
-                and not _captured(d, s, objects, touching)]
+                and not _captured(d, s, objects, touching, body_reads)]
     waits = _waits(required, s)
     run = replay(instances, clauses, objects, s, sorted(waits))
-    dag = pragma_dag(trace, run)
+    structure = dag_from_trace(TaskTrace(trace.fragments, [], trace.objects, trace.summary, trace.path))
+    dag = _with_dependencies(structure, run.src, run.dst)
     missing = unenforced(run, dag, s, required)
-    traced = dag_from_trace(trace)
+    raw = [d for d in trace.deps if d.kind == RAW]
+    traced = _with_dependencies(structure, [d.src for d in raw], [d.dst for d in raw])
     warnings, tinf_kept = _warnings(trace, traced, s, types, waits)
     warnings += _unenforced_warning(trace, s, missing)
-    return Hints(types, warnings, span(traced), tinf_kept, run.deps, span(dag), missing)
+    return Hints(types, warnings, span(traced), tinf_kept, run, span(dag), missing)
 
 
-def _captured(d: Dependency, s: Structure, objects: dict[str, DataObject], touching: set[tuple[int, str]]) -> bool:
-    """A WAR/WAW from a task to its creator's code on the creator's locals the task only read to
-    compute its arguments: firstprivate values in OpenMP, no dependence."""
+def _with_dependencies(structure: Dag, src: list[int], dst: list[int]) -> Dag:
+    """The fragments' own order and their creations, with edges src -> dst (fragment ids)."""
+    keep = np.array(src, np.int64) != np.array(dst, np.int64)
+    return with_edges(structure, indices(structure, np.array(src, np.int64)[keep]),
+                      indices(structure, np.array(dst, np.int64)[keep]))
+
+
+def _captured(d: Dependency, s: Structure, objects: dict[str, DataObject], touching: set[tuple[int, str]],
+              body_reads: set[tuple[int, str]]) -> bool:
+    """A WAR/WAW from a task to its creator's code on the creator's locals that the task only read
+    to compute its body's arguments (or that it touched outside every region): firstprivate
+    values in OpenMP, no dependence."""
     src, dst = s.instance_of[d.src], s.instance_of[d.dst]
-    return (d.kind != RAW and objects[d.object].kind == "stack" and (src, d.object) not in touching
-            and (s.is_main[d.dst] or s.descends(src, dst)))
+    private = (src, d.object) not in touching or (d.kind == WAR and (src, d.object) not in body_reads)
+    creator = s.is_main[d.dst] or s.descends(src, dst)
+    return d.kind != RAW and objects[d.object].kind == "stack" and private and creator
 
 
 def _waits(required: list[Dependency], s: Structure) -> dict[int, list[Dependency]]:
@@ -233,7 +261,7 @@ def _kept(trace: TaskTrace, traced: Dag, s: Structure) -> list[Dependency]:
         return []
     ordered = reaches(traced, indices(traced, np.array([d.src for d in between])),
                       indices(traced, np.array([d.dst for d in between])))
-    return [d for d, ok in zip(between, ordered.tolist()) if not ok]
+    return [d for d, ok in zip(between, ordered.tolist(), strict=True) if not ok]
 
 
 def _unenforced_warning(trace: TaskTrace, s: Structure, missing: list[Dependency]) -> list[str]:

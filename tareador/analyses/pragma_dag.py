@@ -13,14 +13,15 @@ OpenMP renames nothing, so a RAW, WAR or WAW it does not order is a race.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
 
 from tareador.analyses.hint_clauses import IN, Clause, Instance
-from tareador.taskgraph.dag import Dag, dag_from_trace, indices, reaches
-from tareador.taskgraph.model import RAW, DataObject, Dependency, Fragment, TaskTrace
+from tareador.taskgraph.dag import Dag, indices, reaches
+from tareador.taskgraph.model import RAW, DataObject, Dependency, Fragment
 
 Stamp = tuple[int, bool]  # (outs of the item so far, whether this instance is one)
 
@@ -54,8 +55,15 @@ class Structure:
 
 @dataclass
 class PragmaRun:
-    deps: list[Dependency]  # list-item edges and taskwait edges, fragment to fragment
+    """The edges OpenMP derives, fragment id to fragment id, each with the object it is about."""
+
+    src: list[int]
+    dst: list[int]
+    objects: list[str]
     stamps: dict[int, dict[tuple[int, int], Stamp]]  # instance -> (parent, address) -> stamp
+
+    def dependencies(self) -> list[Dependency]:
+        return [Dependency(s, d, RAW, o, 0) for s, d, o in zip(self.src, self.dst, self.objects, strict=True)]
 
 
 def item_address(c: Clause, i: Instance, objects: dict[str, DataObject]) -> int | None:
@@ -68,17 +76,18 @@ def item_address(c: Clause, i: Instance, objects: dict[str, DataObject]) -> int 
 def replay(instances: list[Instance], clauses: dict[str, list[Clause]], objects: dict[str, DataObject],
            s: Structure, waits: list[int]) -> PragmaRun:
     """The edges of the pragmas (and of a taskwait before each fragment in waits)."""
-    run = PragmaRun([], {})
+    run = PragmaRun([], [], [], {})
     last_out: dict[tuple[int, int], int] = {}
     readers: dict[tuple[int, int], list[int]] = defaultdict(list)
     outs: dict[tuple[int, int], int] = defaultdict(int)
     for i in sorted(instances, key=lambda i: i.id):
         stamps = run.stamps[i.id] = {}
+        scope = s.parent_of.get(i.id, -1)
         for c in clauses.get(i.type, []):
             address = item_address(c, i, objects)
             if address is None:
                 continue
-            item = (s.parent_of.get(i.id, -1), address)
+            item = (scope, address)
             before = [last_out[item]] if item in last_out else []
             if c.mode == IN:
                 readers[item].append(i.id)
@@ -87,30 +96,30 @@ def replay(instances: list[Instance], clauses: dict[str, list[Clause]], objects:
                 last_out[item] = i.id
                 outs[item] += 1
             stamps[item] = (outs[item], c.mode != IN)
-            run.deps += [Dependency(s.last_fragment[b], i.id, RAW, c.example, 0) for b in before if b != i.id]
-    run.deps += _taskwait_edges(instances, s, waits)
+            for b in before:
+                if b != i.id:
+                    run.src.append(s.last_fragment[b])
+                    run.dst.append(i.id)
+                    run.objects.append(c.example)
+    _taskwait_edges(run, instances, s, waits)
     return run
 
 
-def _taskwait_edges(instances: list[Instance], s: Structure, waits: list[int]) -> list[Dependency]:
+def _taskwait_edges(run: PragmaRun, instances: list[Instance], s: Structure, waits: list[int]) -> None:
     """A taskwait before fragment f waits for the children of f's instance created before it
     (those before an earlier taskwait of the instance are already behind that one)."""
     children: dict[int, list[int]] = defaultdict(list)
     for i in sorted(instances, key=lambda i: i.id):
         children[s.parent_of.get(i.id, -1)].append(i.id)
     done: dict[int, int] = defaultdict(int)
-    edges = []
     for f in sorted(waits):
-        mine = children[s.instance_of[f]]
-        start = done[s.instance_of[f]]
-        while done[s.instance_of[f]] < len(mine) and mine[done[s.instance_of[f]]] < f:
-            done[s.instance_of[f]] += 1
-        edges += [Dependency(s.last_fragment[c], f, RAW, "", 0) for c in mine[start:done[s.instance_of[f]]]]
-    return edges
-
-
-def pragma_dag(trace: TaskTrace, run: PragmaRun) -> Dag:
-    return dag_from_trace(TaskTrace(trace.fragments, run.deps, trace.objects, trace.summary, trace.path))
+        parent = s.instance_of[f]
+        mine, start = children[parent], done[parent]
+        end = bisect_left(mine, f, lo=start)
+        done[parent] = end
+        run.src += [s.last_fragment[c] for c in mine[start:end]]
+        run.dst += [f] * (end - start)
+        run.objects += [""] * (end - start)
 
 
 def ordered_by_items(run: PragmaRun, u: int, v: int) -> bool:
@@ -126,7 +135,7 @@ def ordered_by_items(run: PragmaRun, u: int, v: int) -> bool:
 
 
 def unenforced(run: PragmaRun, dag: Dag, s: Structure, required: list[Dependency]) -> list[Dependency]:
-    """The required dependences that the pragmas' graph does not contain as paths."""
+    """The required dependences that the pragmas' graph (dag) does not contain as paths."""
     rest = []
     for d in required:
         u, v = s.instance_of[d.src], s.instance_of[d.dst]
@@ -137,4 +146,4 @@ def unenforced(run: PragmaRun, dag: Dag, s: Structure, required: list[Dependency
         return []
     src = indices(dag, np.array([d.src for d in rest], np.int64))
     dst = indices(dag, np.array([d.dst for d in rest], np.int64))
-    return [d for d, ok in zip(rest, reaches(dag, src, dst).tolist()) if not ok]
+    return [d for d, ok in zip(rest, reaches(dag, src, dst).tolist(), strict=True) if not ok]

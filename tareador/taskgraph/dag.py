@@ -300,7 +300,7 @@ def _search(dag: Dag, src: np.ndarray, dst: np.ndarray, first_main: np.ndarray, 
     answer = np.zeros(len(src), bool)
     order = np.argsort(src, kind="stable")
     starts = np.flatnonzero(np.concatenate([[True], src[order][1:] != src[order][:-1]]))
-    for lo, hi in zip(starts.tolist(), [*starts[1:].tolist(), len(order)]):
+    for lo, hi in zip(starts.tolist(), [*starts[1:].tolist(), len(order)], strict=True):
         group = order[lo:hi]
         u, bound = int(src[group[0]]), int(dst[group].max())
         seen, stack, best = {u}, [u], first[u]
@@ -311,6 +311,6 @@ def _search(dag: Dag, src: np.ndarray, dst: np.ndarray, first_main: np.ndarray, 
                     best = min(best, first[x])
                     if not chain[x]:
                         stack.append(x)
-        answer[group] = [v in seen or best <= last for v, last in zip(dst[group].tolist(),
-                                                                       last_main[dst[group]].tolist())]
+        answer[group] = [v in seen or best <= last
+                         for v, last in zip(dst[group].tolist(), last_main[dst[group]].tolist(), strict=True)]
     return answer
