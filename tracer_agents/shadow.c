@@ -340,9 +340,8 @@ static inline void note_access(uint32_t object, uint64_t lo, uint64_t hi, int is
   if (private_access) return;
   AccessRow *a = last_access;
   if (!a || a->object != object - 1 || lo < last_part_lo || lo >= last_part_hi) {
-    a = access_row(object - 1, lo);
+    last_access = a = access_row(object - 1, lo);
     if (!a) return;
-    last_access = a;
   }
   uint64_t *range = is_write ? &a->write_lo : &a->read_lo;
   if (lo < range[0]) range[0] = lo;

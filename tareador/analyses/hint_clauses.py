@@ -9,10 +9,10 @@ those holding bytes a task wrote), and every instance that touches a region gets
 region as its item: one start and one length, whatever task type names it. An instance names a
 region through the pointer argument that points at its start (else the nearest one below it, else
 above), so that tiles of one allocation are each named by the expression that addresses them
-(``A[k][k][0:TS*TS]``, ``TILE(i, k)[0]``); a task type prints one
-item per argument, so where its instances would need different offsets or lengths from one
-argument, the regions it names that way are merged (serialising those instances, which the
-warnings say), and where one region is still named from different offsets, by the object itself.
+(``A[k][k][0:TS*TS]``, ``TILE(i, k)[0]``); a task type prints one item per argument, so where its
+instances would need different offsets or lengths from one argument, the regions it names that
+way are merged (serialising those instances, which the warnings say), and where one region is
+still named from different offsets, by the object itself.
 """
 
 from __future__ import annotations
@@ -106,8 +106,8 @@ def consolidate(i: Instance, objects: dict[str, DataObject]) -> None:
     parameters (the registers a call with fewer arguments leaves as they were, which may point
     anywhere): one read and one write hull per object, before the call and per stretch between
     pointer arguments after it, per fragment."""
-    seen: set[tuple[int, str]] = set()
-    if all((a.task, a.object) not in seen and not seen.add((a.task, a.object)) for a in i.accesses):
+    pairs = [(a.task, a.object) for a in i.accesses]
+    if len(set(pairs)) == len(pairs):  # nothing was cut
         return
     cuts = sorted(set(i.args.values()))
     merged: dict[tuple[int, str, int], list[Range | None]] = {}
