@@ -75,6 +75,32 @@ def test_reader_of_part_names_the_writers_start(compile_c, tmp_path):
     assert "check=ok" in run_openmp(tmp_path, "part", PART, h)
 
 
+def test_the_check_finds_items_that_start_elsewhere(compile_c, tmp_path, monkeypatch):
+    """The check on its own: with consume's item on x moved to where consume starts reading,
+    x[1:63] (what hints printed before), OpenMP would not order consume after produce nor the
+    next produce after consume: the 4 RAW produce -> consume and 3 WAR consume -> produce on x
+    are unordered (the WAW produce -> produce stay ordered, both out on x), and the warning
+    lists them."""
+    import tareador.analyses.hints as analysis
+
+    trace([str(compile_c(write_c(tmp_path, "part", PART)))], tmp_path / "t", progress=False)
+    chosen = analysis.type_clauses
+
+    def moved(named, signatures):
+        clauses = chosen(named, signatures)
+        x = next(c for c in clauses["consume"] if c.target == "x")
+        x.span = (8, 512)
+        return clauses
+
+    monkeypatch.setattr(analysis, "type_clauses", moved)
+    h = load_hints(str(tmp_path / "t"))
+    assert sorted((d.kind, d.object) for d in h.unenforced) == [("RAW", "heap:part.c:12#0")] * 4 + [
+        ("WAR", "heap:part.c:12#0")] * 3
+    assert h.warnings[-1].startswith("the pragmas do not order 7 traced dependence(s), a race if pasted as they are: "
+                                     "RAW produce -> consume on heap:part.c:12 (4), WAR consume -> produce on "
+                                     "heap:part.c:12 (3);")
+
+
 TABLE = r'''
 #include <stdio.h>
 #include <stdlib.h>
@@ -227,9 +253,9 @@ def test_dependences_no_pragma_orders_are_listed(compile_c, tmp_path):
     trace([str(compile_c(write_c(tmp_path, "nested", NESTED)))], tmp_path / "t", progress=False)
     h = load_hints(str(tmp_path / "t"))
     assert [(d.kind, d.object) for d in h.unenforced] == [("RAW", "heap:nested.c:18#0")]
-    assert h.warnings[-1] == ("the pragmas do not order 1 traced dependence(s), a race if pasted as they are (no list "
-                              "item can express them: change the code, or order them by hand): RAW produce -> "
-                              "consume on heap:nested.c:18 (1)")
+    assert h.warnings[-1] == ("the pragmas do not order 1 traced dependence(s), a race if pasted as they are: RAW "
+                              "produce -> consume on heap:nested.c:18 (1); order them by hand (items on the tasks' "
+                              "parents, a taskwait, a taskgroup) or change the code")
     out = subprocess.run([sys.executable, "-m", "tareador", "hints", str(tmp_path / "t")], capture_output=True,
                          text=True, check=True).stdout
     assert "warnings: none" not in out and "RAW produce -> consume on heap:nested.c:18 (1)" in out

@@ -275,8 +275,9 @@ def _unenforced_warning(trace: TaskTrace, s: Structure, missing: list[Dependency
     listed = [f"{kind} {a} -> {b} on {obj} ({n})" for (kind, a, b, obj), n in
               sorted(groups.items(), key=lambda g: (-g[1], g[0]))]
     more = f", and {len(listed) - 12} more" if len(listed) > 12 else ""
-    return [f"the pragmas do not order {len(missing)} traced dependence(s), a race if pasted as they are (no list "
-            f"item can express them: change the code, or order them by hand): {', '.join(listed[:12])}{more}"]
+    return [f"the pragmas do not order {len(missing)} traced dependence(s), a race if pasted as they are: "
+            f"{', '.join(listed[:12])}{more}; order them by hand (items on the tasks' parents, a taskwait, a "
+            f"taskgroup) or change the code"]
 
 
 def load_hints(trace_dir: str | Path) -> Hints:
