@@ -67,26 +67,3 @@ def mpi_examples(tmp_path_factory):
         return done[mpi.name]
 
     return build
-
-
-def openmp_program(source: str, pragmas: dict[str, str]) -> str:
-    """The OpenMP version of a traced test program: each `tareador_start_task("t");` (on its own
-    line, before the body's call) becomes task type t's pragma, the end markers go, the region
-    `tareador_ON(); ... tareador_OFF();` becomes a parallel region where one thread creates the
-    tasks, and a line `/* taskwait */` becomes `#pragma omp taskwait`."""
-    out = []
-    for line in source.splitlines():
-        code, indent = line.strip(), line[:len(line) - len(line.lstrip())]
-        if code.startswith("tareador_start_task(\""):
-            out.append(indent + pragmas[code.split('"')[1]])
-        elif code == '#include "tareador.h"':
-            out.append("#include <omp.h>")
-        elif code == "tareador_ON();":
-            out += ["#pragma omp parallel", "#pragma omp single", indent + "{"]
-        elif code == "tareador_OFF();":
-            out.append(indent + "}")
-        elif code == "/* taskwait */":
-            out.append(indent + "#pragma omp taskwait")
-        elif not code.startswith("tareador_end_task("):
-            out.append(line)
-    return "\n".join(out) + "\n"

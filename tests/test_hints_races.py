@@ -8,11 +8,34 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import openmp_program, write_c
+from conftest import write_c
 
 from tareador import hints as load_hints
 from tareador.render.hints import hints_json, pragmas
 from tareador.tracing.run import trace
+
+
+def openmp_program(source: str, lines: dict[str, str]) -> str:
+    """The OpenMP version of a traced test program: each `tareador_start_task("t");` (on its own
+    line, before the body's call) becomes task type t's pragma line, the end markers go, the region
+    `tareador_ON(); ... tareador_OFF();` becomes a parallel region where one thread creates the
+    tasks, and a line `/* taskwait */` becomes `#pragma omp taskwait`."""
+    out = []
+    for line in source.splitlines():
+        code, indent = line.strip(), line[:len(line) - len(line.lstrip())]
+        if code.startswith("tareador_start_task(\""):
+            out.append(indent + lines[code.split('"')[1]])
+        elif code == '#include "tareador.h"':
+            out.append("#include <omp.h>")
+        elif code == "tareador_ON();":
+            out += ["#pragma omp parallel", "#pragma omp single", indent + "{"]
+        elif code == "tareador_OFF();":
+            out.append(indent + "}")
+        elif code == "/* taskwait */":
+            out.append(indent + "#pragma omp taskwait")
+        elif not code.startswith("tareador_end_task("):
+            out.append(line)
+    return "\n".join(out) + "\n"
 
 
 def run_openmp(tmp_path, name: str, source: str, h, args=()) -> str:
