@@ -8,11 +8,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import write_c
-
 from tareador import hints as load_hints
 from tareador.render.hints import hints_json, pragmas
 from tareador.tracing.run import trace
+from tests.helpers import EXAMPLES, write_c
 
 
 def openmp_program(source: str, lines: dict[str, str]) -> str:
@@ -291,8 +290,6 @@ def test_tiles_of_one_allocation_are_named_each(compile_c, tmp_path):
     (16 x 16 doubles) each, printed as the tile's first element (no array section may follow a
     macro's result in GCC), as every item on a tile is. Every WAR/WAW of the Cholesky follows
     a RAW, so the pragmas give OpenMP exactly the traced graph: T∞ as traced, no warning."""
-    from conftest import EXAMPLES
-
     trace([str(compile_c(EXAMPLES / "cholesky_tiles" / "cholesky_tiles.c")), "4", "16"], tmp_path / "t",
           progress=False)
     h = load_hints(str(tmp_path / "t"))
@@ -314,8 +311,6 @@ def test_sparse_lu_reader_of_part_of_a_block(compile_c, tmp_path):
     diagonal), yet its item is the whole block, 512 bytes from the pointer, the item lu0 and
     bdiv name too. The table of blocks (malloc'ed at line 79), where the code creating the tasks
     puts the fill-in blocks it allocates, takes no clause."""
-    from conftest import EXAMPLES
-
     trace([str(compile_c(EXAMPLES / "sparselu" / "sparselu.c")), "6", "8"], tmp_path / "t", progress=False)
     h = load_hints(str(tmp_path / "t"))
     fwd = next(th for th in h.types if th.name == "fwd")

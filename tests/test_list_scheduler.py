@@ -12,24 +12,9 @@ from tareador.simulation.list_scheduler import simulate
 from tareador.simulation.machine import Machine
 from tareador.taskgraph.dag import dag_from_trace, load_dag
 from tareador.taskgraph.metrics import schedule_edges
-from tareador.taskgraph.model import DataObject, Dependency, Fragment, TaskTrace
+from tareador.taskgraph.model import Dependency, Fragment, TaskTrace
 from tareador.taskgraph.store import save
-
-
-def make(rows: list[tuple[str, int, int]], raw: list[tuple[int, int]], war: list[tuple[int, int]] = ()) -> TaskTrace:
-    """rows: (name, parent id, instructions) in creation order; ids are row numbers; parent -1 rows
-    are main's fragments, every other row a whole task instance."""
-    tasks, clock = [], 0
-    for i, (name, parent, n) in enumerate(rows):
-        tasks.append(Fragment(i, name, 0 if parent < 0 else i, parent, clock, clock + n, n))
-        clock += n
-    deps = [Dependency(s, d, "RAW", "x", 8) for s, d in raw] + [Dependency(s, d, "WAR", "x", 8) for s, d in war]
-    return TaskTrace(tasks, deps, [DataObject(0, "x", "heap", 4096, 64, "t.c:1")], {"instances": len(rows)})
-
-
-def fork_join(width: int = 4, work: int = 10) -> TaskTrace:
-    rows = [("main", -1, 0)] + [("leaf", 0, work)] * width + [("main", -1, 0)]
-    return make(rows, [(i, width + 1) for i in range(1, width + 1)])
+from tests.helpers import fork_join, make
 
 
 def makespans(trace: TaskTrace, cores, policy="cp", overhead=0) -> list[int]:

@@ -11,10 +11,10 @@ from collections import Counter
 
 import pytest
 from cholesky_dag import expected_cholesky_raw_edges
-from conftest import EXAMPLES, write_c
 
 from tareador.errors import TracingError
 from tareador.tracing.run import trace
+from tests.helpers import EXAMPLES, instance_edges, instance_tree, strip_task_markers, write_c
 
 # No markers at all: the whole program is traced as if ON at main.
 CALLS = """
@@ -34,26 +34,6 @@ int main(void) {
   return !(s == 4 && d == 3);   /* the doubles leaf returns come back through the return stub */
 }
 """
-
-
-def instance_tree(t) -> list[tuple[str, str]]:
-    """(name, name of the parent instance) of every task instance, in creation order."""
-    by_id = {x.id: x for x in t.fragments}
-    return [(x.name, "main" if by_id[x.parent].is_main else by_id[x.parent].name)
-            for x in t.fragments if x.starts_instance and not x.is_main]
-
-
-def instance_edges(t) -> set[tuple[str, str, str, int]]:
-    """RAW edges between task instances, each instance named name#k (k-th of its name)."""
-    seen: Counter = Counter()
-    label = {}
-    for x in t.fragments:
-        if x.starts_instance and not x.is_main:
-            seen[x.name] += 1
-            label[x.id] = f"{x.name}#{seen[x.name]}"
-    instance = {x.id: x.instance for x in t.fragments}
-    return {(label[instance[d.src]], label[instance[d.dst]], d.object, d.bytes) for d in t.deps
-            if d.kind == "RAW" and instance[d.src] in label and instance[d.dst] in label}
 
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2", "-O2 -g0"])
@@ -106,14 +86,6 @@ def test_markers_nest_with_task_functions(compile_c, tmp_path, opt):
     assert instance_edges(t) == {("leaf#1", "inner#1", "x", 4)}
 
 
-def strip_task_markers(tmp_path, name):
-    """cholesky.c without its tareador_start_task/end_task lines (ON/OFF stay, so the
-    initialisation is outside the analysed region as in the marked version)."""
-    source = (EXAMPLES / "cholesky" / "cholesky.c").read_text()
-    kept = [line for line in source.splitlines() if not re.match(r"\s*tareador_(start|end)_task\(", line)]
-    return write_c(tmp_path, name, "\n".join(kept) + "\n")
-
-
 @pytest.mark.parametrize("opt", ["-O0", "-O2 -fno-inline"])
 def test_cholesky_kernels_as_task_functions(compile_c, tmp_path, opt):
     """The unmarked Cholesky with its four kernels as task functions has the marked version's
@@ -134,6 +106,21 @@ def test_cholesky_kernels_as_task_functions(compile_c, tmp_path, opt):
     marked = trace([str(compile_c(EXAMPLES / "cholesky" / "cholesky.c", opt=opt)), "4", "8"],
                    tmp_path / "marked.tareador", progress=False)
     assert [x.name for x in marked.fragments if x.starts_instance and not x.is_main] == names
+
+
+def test_calls_the_markers_wrap_are_counted_twice_and_said(compile_c, tmp_path):
+    """The shipped Cholesky marks each kernel call; naming gemm and potrf as task functions too
+    makes each of their calls a second task inside the marked one (4x4 tiles: 4 of each), and
+    the summary says so per function; trsm's calls, not named, are tasks once."""
+    exe = compile_c(EXAMPLES / "cholesky" / "cholesky.c")
+    t = trace([str(exe), "4", "8"], tmp_path / "twice.tareador", progress=False, task_functions=["gemm", "potrf"])
+    assert Counter(instance_tree(t)) == {("potrf", "main"): 4, ("potrf", "potrf"): 4, ("trsm", "main"): 6,
+                                         ("gemm", "main"): 4, ("gemm", "gemm"): 4, ("syrk", "main"): 6}
+    for name in ("gemm", "potrf"):
+        assert (f"{name}: 4 of its calls are the first call of a task the markers make (right after "
+                "tareador_start_task), and made a second task inside it; trace without --task-function "
+                f"{name} (the markers make them tasks already), or without those markers") in t.summary["warnings"]
+    assert not any(w.startswith("trsm") for w in t.summary["warnings"])
 
 
 INLINED = """

@@ -950,6 +950,7 @@ static void register_frames(uint64_t sp, uint64_t rbp) {
 
 static void restore_return_addresses(void);
 static int returning_from_function;  /* tr_marker is closing a task function (tr_function_return) */
+static int entering_function;  /* tr_marker is opening one (tr_function_enter): its call is a body, not a marker's */
 
 /* A marker was reached: kind is MARK_*, argument is its argument, sp the stack pointer at the
  * marker's first instruction (pointing at the return address into the caller). */
@@ -959,7 +960,7 @@ void tr_marker(uint32_t kind, uint64_t argument, uint64_t sp, uint64_t return_ad
    * task function's return comes back from the call that was its body: that one stays.) */
   CallRow *last_call = call_count ? &call_rows[call_count - 1] : NULL;
   if (last_call && last_call->fragment == tr_state.current && last_call->site + 5 == return_address
-      && !returning_from_function) call_count--, cuts_of = UINT32_MAX;
+      && !returning_from_function && !entering_function) call_count--, cuts_of = UINT32_MAX;
   switch (kind) {
   case MARK_ON:
     if (tr_state.following) break;
@@ -1046,7 +1047,9 @@ void tr_function_enter(const char *name, uint64_t sp, uint64_t rbp) {
   if (tail) return_address = open_calls[open_call_count - 1].return_address;
   uint32_t depth = tr_state.depth;
   *slot = return_address;   /* register_frames names the caller's frame by it */
+  entering_function = 1;
   tr_marker(MARK_START, (uint64_t) name, sp, return_address, rbp);
+  entering_function = 0;
   if (tr_state.depth == depth || open_call_count == MAX_DEPTH) {   /* too deep: left as an ordinary call */
     if (tail) *slot = tr_return_stub;
     return;

@@ -297,18 +297,41 @@ static const guint64 * task_function (guint64 address)
   return NULL;
 }
 
+/* Where a PLT stub (f@plt: endbr64, then jmp [rip+d], maybe bnd-prefixed) leads: its GOT slot
+ * holds the library's entry, or the agent's stub noting the call (movabs r11, entry; jmp). 0 if
+ * the code at stub is no such thing. */
+static guint64 plt_target (guint64 stub)
+{
+  const guint8 * p = (const guint8 *) stub;
+  if (!in_ranges (tareador_code_ranges, stub))
+    return 0;
+  if (p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa)
+    p += 4;
+  if (p[0] == 0xf2)
+    p++;
+  if (p[0] != 0xff || p[1] != 0x25)
+    return 0;
+  const guint8 * target = *(const guint8 * const *) (p + 6 + *(const gint32 *) (p + 2));
+  return target[0] == 0x49 && target[1] == 0xbb ? *(const guint64 *) (target + 2) : (guint64) target;
+}
+
 /* A task function's call is also its task's body called with its arguments, for tareador hints
- * (shadow.c's tr_task_call), when a direct call (e8 rel32) to the function made it: not when a
- * tail call (jmp) or a pointer reached it. At the entry [rsp] is the return address and the
- * stack arguments follow it. */
+ * (shadow.c's tr_task_call), when a direct call (e8 rel32) to the function, or to its PLT stub,
+ * made it: not when a tail call (jmp) or a pointer reached it. At the entry [rsp] is the return
+ * address and the stack arguments follow it. A system library's function (outside the
+ * program's code) is a task only where the program calls it, not inside the libraries; a tail
+ * call from a task function's frame (its return address already the stub) counts. */
 static void on_function_enter (GumCpuContext * cpu, gpointer function)
 {
   const guint64 * f = function, * stack = (const guint64 *) cpu->rsp;
   const guint64 back = stack[0];  /* tr_function_enter puts the return stub in its place */
   const guint8 * call = (const guint8 *) (back - 5);
+  if (!in_ranges (tareador_user_ranges, f[0]) && !in_ranges (tareador_user_ranges, back) && back != tr_return_stub)
+    return;
   tr_function_enter ((const char *) f[1], cpu->rsp, cpu->rbp);
   if (in_ranges (tareador_code_ranges, back - 5) && call[0] == 0xe8
-      && back + (guint64) (gint64) *(const gint32 *) (call + 1) == f[0])
+      && (back + (guint64) (gint64) *(const gint32 *) (call + 1) == f[0]
+          || plt_target (back + (guint64) (gint64) *(const gint32 *) (call + 1)) == f[0]))
   {
     guint64 args[8] = { cpu->rdi, cpu->rsi, cpu->rdx, cpu->rcx, cpu->r8, cpu->r9, stack[1], stack[2] };
     tr_task_call (back - 5, args);

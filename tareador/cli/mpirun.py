@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from tareador.errors import UserError
+from tareador.system_packages import how_to_install
 
 
 def register(subparsers) -> None:
@@ -50,7 +51,7 @@ def choose_mpi(asked: str | None, program: str):
         raise UserError(f"{program} is built with {linked.title}, which cannot run under {mpi.title}'s launcher: "
                         f"use --mpi {linked.name}, or build it with {mpi.mpicc}")
     if not mpi.installed():
-        raise UserError(f"{mpi.title} is not installed (no {mpi.mpiexec} on PATH): install it with 'make deps'")
+        raise UserError(f"{mpi.title} is not installed (no {mpi.mpiexec} on PATH): {how_to_install(mpi.title)}")
     return mpi
 
 

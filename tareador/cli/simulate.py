@@ -19,9 +19,9 @@ def register(subparsers) -> None:
                     "directory (tareador mpirun), replay its MPI/OmpSs trace ompss.dim with P cores per rank on "
                     "the machine's network instead, and report time, speedup over the authentic MPI run "
                     "(authentic.dim, one core per rank) and efficiency (e.g. tareador simulate jacobi.tareador "
-                    "--machine examples/machines/cluster.toml).",
+                    "--machine cluster).",
         epilog="example:\n  tareador simulate chol.tareador --cores 1,2,4,8,inf --plot "
-               "--machine examples/machines/laptop.toml",
+               "--machine laptop",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace_dir", metavar="DIR", help="trace directory written by 'tareador trace', or an MPI run's "
                    "written by 'tareador mpirun'")
@@ -38,11 +38,14 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def add_machine_options(p) -> None:
+CORES_HELP = ("comma-separated core counts, 'inf' = unbounded (default 1,2,4,8,16,inf; with --machine, the powers "
+              "of two up to the machine's cores, its cores, and inf); of an MPI run, cores per rank (default "
+              "1,2,4,8,inf; with --machine, up to a node's cores per rank)")
+
+
+def add_machine_options(p, cores_help: str = CORES_HELP) -> None:
     """The machine a simulation runs on: options shared by every command that simulates."""
-    p.add_argument("--cores", help="comma-separated core counts, 'inf' = unbounded (default 1,2,4,8,16,inf; with "
-                   "--machine, the powers of two up to the machine's cores, its cores, and inf); of an MPI run, "
-                   "cores per rank (default 1,2,4,8,inf; with --machine, up to a node's cores per rank)")
+    p.add_argument("--cores", help=cores_help)
     p.add_argument("--policy", choices=["cp", "fifo", "bf"],
                    help="ready tasks run longest-remaining-path first (cp), in creation order (fifo) or in the "
                         "order they became ready (bf, what OpenMP runtimes do); default: the machine file's "
