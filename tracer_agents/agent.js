@@ -90,6 +90,23 @@ function registerGlobals(shadow, modules) {
   }
 }
 
+/* The program's functions as sorted {start, end} pairs, for naming stack frames by their owner
+ * (shadow.c's tr_set_functions). */
+function setFunctions(shadow, modules) {
+  const ranges = [];
+  for (const m of modules)
+    for (const s of m.enumerateSymbols())
+      if (s.type === 'function' && s.size && !s.address.isNull()) ranges.push([s.address, s.address.add(s.size)]);
+  ranges.sort((a, b) => a[0].compare(b[0]));
+  const table = Memory.alloc(16 * Math.max(1, ranges.length));
+  ranges.forEach(([start, end], i) => {
+    table.add(16 * i).writePointer(start);
+    table.add(16 * i + 8).writePointer(end);
+  });
+  fn(shadow.lib, 'tr_set_functions', 'void', ['pointer', 'uint64'])(table, ranges.length);
+  return table;
+}
+
 function hookAllocator(cm) {
   const hooks = [['malloc', 'malloc'], ['calloc', 'calloc'], ['realloc', 'realloc'], ['free', 'free'],
     ['memalign', 'memalign'], ['aligned_alloc', 'memalign'], ['posix_memalign', 'posix_memalign']];
@@ -198,6 +215,7 @@ function loadNative(options) {
     !(system.has(m.name) || m.name.startsWith('libc.so') || SYSTEM_DIRECTORIES.some(d => m.path.startsWith(d))));
   const own = new Set(options.ownLibraries);
   registerGlobals(shadow, program.filter(m => m.path === Process.mainModule.path || own.has(m.path)));
+  const functionRanges = setFunctions(shadow, program);
   const markers = Memory.alloc(8 * 7);
   /* tareador explore: the candidate functions are the tasks, not the program's own markers. */
   const found = MARKER_NAMES.map((name, k) => (k === 0 || (options.explore && (k === MARK.START || k === MARK.END))
@@ -242,14 +260,14 @@ function loadNative(options) {
   for (const name of ['tr_enter_allocator', 'tr_leave_allocator', 'tr_add_object', 'tr_add_latent', 'tr_claim',
     'tr_remove_object_at', 'tr_unmap', 'tr_move_object', 'tr_mark_written'])
     symbols[name] = lib.getExportByName(name);
-  for (const name of ['tr_function_enter', 'tr_function_return', 'tr_return_stub'])
+  for (const name of ['tr_function_enter', 'tr_function_return', 'tr_return_stub', 'tr_xsave_bytes'])
     symbols[name] = lib.getExportByName(name);
   const functions = taskFunctions(options.taskFunctions, lib);
   symbols.tareador_functions = functions.table;
   const transform = new CModule(options.transformSource, symbols);
   const allocations = new CModule(options.allocationsSource, symbols);
   return { shadow, transform, allocations, mpi: null, markers: found, thread, blocks, symbols, program, calls,
-    functions,
+    functions, functionRanges,
     patterns: options.patterns ? [fn(lib, 'tr_pattern_rows', 'pointer', ['pointer']),
       fn(lib, 'tr_pattern_times', 'pointer', ['pointer'])] : null,
     patternsDropped: fn(lib, 'tr_patterns_dropped', 'uint64', []) };
