@@ -23,7 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from tareador.analyses.signatures import Signature
-from tareador.taskgraph.model import Access, DataObject
+from tareador.taskgraph.model import Access, DataObject, Dependency
 
 IN, OUT, INOUT = "in", "out", "inout"
 Range = tuple[int, int]
@@ -268,18 +268,30 @@ def settle_regions(instances: list[Instance], objects: dict[str, DataObject]) ->
                 by_object.update((t, obj_name) for obj_name in spans)
 
 
-def own_locals(settled: Settled, accesses: list[Access], instance_of: dict[int, int]) -> dict[str, list[str]]:
+def own_locals(settled: Settled, accesses: list[Access], instance_of: dict[int, int],
+               deps: list[Dependency]) -> dict[str, list[str]]:
     """Drop the stack regions no argument names that one instance alone touches (main's code
-    counting as one instance): locals of the task's own block, private to it in OpenMP.
+    counting as one instance): locals of the task's own block, private to it in OpenMP. An
+    instance's accesses to its own frames are not recorded (the parent reading what its child
+    wrote into its local): a dependence between two instances on such an object counts them both.
     Returns, per task type, the objects dropped."""
     regions, named = settled.regions, settled.named
     candidates = {key[1] for (_, key), items in named.items() if key[0] == "object" and items[0].obj.kind == "stack"}
-    touchers: dict[tuple[str, int], set[int]] = defaultdict(set)
+    touched: dict[tuple[str, int], set[int]] = defaultdict(set)  # (object, instance) -> region indices
     for a in accesses:
         if a.object in candidates:
             for r in _ranges(a):
-                for k in regions.touched(a.object, r) if r else ():
-                    touchers[(a.object, k)].add(instance_of[a.task])
+                touched[(a.object, instance_of[a.task])].update(regions.touched(a.object, r) if r else ())
+    touchers: dict[tuple[str, int], set[int]] = defaultdict(set)
+    for (o, i), ks in touched.items():
+        for k in ks:
+            touchers[(o, k)].add(i)
+    for d in deps:
+        ends = (instance_of[d.src], instance_of[d.dst])
+        if d.object in candidates and ends[0] != ends[1]:
+            for x, y in (ends, ends[::-1]):
+                for k in touched.get((d.object, x), ()) if (d.object, y) not in touched else ():
+                    touchers[(d.object, k)].add(y)
     shared = {(o, regions.of[o][k]) for (o, k), who in touchers.items() if len(who) > 1}
     dropped: dict[str, list[str]] = defaultdict(list)
     for (t, key), items in named.items():

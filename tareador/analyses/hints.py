@@ -144,7 +144,7 @@ def hints(trace: TaskTrace, accesses: list[Access], calls: list[TaskCall],
     s = Structure.of(trace.fragments)
     instances = _instances(trace, accesses, calls, signatures)
     settled = settle_regions(instances, objects)
-    private = own_locals(settled, accesses, s.instance_of)
+    private = own_locals(settled, accesses, s.instance_of, trace.deps)
     signature_of: dict[str, Signature] = {}
     for i in instances:
         signature_of.setdefault(i.type, i.signature)
