@@ -63,6 +63,10 @@ def machine_options(args):
     if args.overhead is not None and not 0 <= args.overhead <= MAX_COUNT:
         raise UserError(f"--overhead must be >= 0 and at most {MAX_COUNT} instructions")
     machine = load_machine_arg(args.machine)
+    if machine.modules:
+        raise UserError(f"{args.machine}: its modules (task types made faster) are for replaying Dimemas traces "
+                        "(tareador replay, simulate of an MPI run); on one trace 'tareador whatif DIR' tells what a "
+                        "faster task type gives")
     cores = core_list(args.cores) if args.cores is not None else default_cores(machine, args.machine is not None)
     policy = args.policy or (machine.policy if machine.policy in ("cp", "fifo") else "cp")
     return machine, cores, policy
@@ -105,9 +109,13 @@ def progress_bar(total: int, what: str):
 
 
 def load_machine_arg(path: str | None):
+    """The machine of ``--machine`` (a default one without), its warnings printed."""
     from tareador.simulation.machine import Machine, load_machine
 
-    return load_machine(path) if path else Machine()
+    machine = load_machine(path) if path else Machine()
+    for warning in machine.warnings:
+        print(f"tareador: warning: {warning}", file=sys.stderr)
+    return machine
 
 
 def run(args) -> int:

@@ -4,6 +4,7 @@ per rank, the run's ompss.dim replayed on the machine's network (analyses/mpi_sp
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -40,6 +41,8 @@ def run(args) -> int:
     if args.machine is None:  # the ideal network, one rank per node unless --ranks-per-node says
         machine = replace(machine, nodes=-(-len(ompss.threads) // (machine.tasks_per_node or 1)))
     study = mpi_study(ompss, authentic, cores, machine, policy, record=args.prv)
+    if args.machine is not None:
+        warn_more_cpus(args.machine, machine.cores_per_node, study.ranks_per_node)
     written = []
     if args.prv:
         written += [p for c in study.configurations
@@ -57,6 +60,16 @@ def run(args) -> int:
     if written:
         print(f"written to {out}/: {' '.join(p.name for p in written)}")
     return 0
+
+
+def warn_more_cpus(machine_file: str, cpus: int, per_node: int) -> None:
+    """simulate gives every rank its own cores: with more ranks on a node than the machine file
+    gives it CPUs, even the authentic reference runs on CPUs the machine does not have."""
+    if per_node > cpus:
+        print(f"tareador: warning: {machine_file} has {cpus} CPU{'s' if cpus > 1 else ''} per node, and {per_node} "
+              f"ranks on each: simulate gives every rank its own cores, so each node gets {per_node} CPUs for the "
+              f"authentic run and c x {per_node} for c cores per rank ('tareador replay' shares a node's CPUs "
+              "between its ranks instead)", file=sys.stderr)
 
 
 def default_cores_per_rank(machine, given: str | None) -> list[int | None]:
