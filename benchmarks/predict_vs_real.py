@@ -51,7 +51,7 @@ from tareador.tracing.run import trace
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 # Problem sizes with tasks of tenths of milliseconds to milliseconds, large beside libgomp's cost
 # per task (a fraction of a microsecond, runtime_costs.py); each traced run takes seconds.
-SIZES = {"cholesky": ["8", "192"], "heat_blocks": ["1024", "256", "20"], "sparselu": ["8", "128"],
+SIZES = {"cholesky": ["8", "192"], "heat_blocks": ["1024", "256", "20"], "sparselu_bots": ["8", "128"],
          "integrate": ["5", "200000"], "chainside": ["32", "100000"]}
 POLICIES = ("cp", "fifo", "bf")
 

@@ -42,7 +42,7 @@ def test_chainside(compile_c, tmp_path):
 
 
 def sparselu_tasks(nb: int) -> list[tuple[str, list, list]]:
-    """BOTS' pattern and the loop nest of sparselu.c: (name, parts read, parts written), a part
+    """BOTS' pattern and the loop nest of sparselu_bots.c: (name, parts read, parts written), a part
     being a block's first row ("top") or the others ("rest"): lu0 and fwd never write a block's
     first row (their loops start below it), and fwd reads only the strictly lower triangle of the
     diagonal block, all in its other rows."""
@@ -70,7 +70,7 @@ def test_sparselu_with_fill_in(compile_c, tmp_path):
     """6 x 6 blocks: lu0, fwd, bdiv, bmod in BOTS' order with the fill-in main allocates; every
     part of a block a task reads or updates comes from the last task that wrote it; the zeros of
     each fill-in block (a block absent from the pattern) from main, to the first bmod of it."""
-    t = trace([str(compile_c(EXAMPLES / "sparselu" / "sparselu.c")), "6", "4"], tmp_path / "t", progress=False)
+    t = trace([str(compile_c(EXAMPLES / "sparselu_bots" / "sparselu_bots.c")), "6", "4"], tmp_path / "t", progress=False)
     names, edges = task_edges(t)
     created = sparselu_tasks(6)
     assert (names, edges) == writers(created)
@@ -151,7 +151,7 @@ def test_integrate_divide_and_conquer(compile_c, tmp_path):
 @pytest.mark.parametrize("name, args, first, last", [
     ("chainside", ["8", "2000"], "static double work", "int main("),
     ("heat_blocks", ["32", "8", "3"], "static double *alloc_cells", "int main("),
-    ("sparselu", ["8", "8"], "static double *new_block", "int main("),
+    ("sparselu_bots", ["8", "8"], "static double *new_block", "int main("),
     ("integrate", ["3", "100"], "static double f(", "static void node("),
 ])
 def test_openmp_versions_compute_the_same(tmp_path, name, args, first, last):

@@ -369,7 +369,7 @@ function finish(ending) {
   native.shadow.finish();
   const s = native.shadow;
   const tasks = table(s.tasks, 40), objects = table(s.objects, 40), edges = table(s.edges, 24);
-  const accesses = table(s.accesses, 40), calls = table(s.calls, 88);
+  const accesses = table(s.accesses, 48), calls = table(s.calls, 88);
   const names = [];
   for (let i = 0; i < s.nameCount(); i++) {
     const p = s.name(i);
