@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -39,6 +39,8 @@ class Dag:
     dep_src: np.ndarray  # RAW data dependencies (a subset of the edges), for drawing communications
     dep_dst: np.ndarray
     dep_bytes: np.ndarray
+    next_fragment: np.ndarray  # the next fragment of the same instance (its continuation), -1 after the last
+    creator: np.ndarray  # the fragment that created each task instance's first fragment, -1 for the others
 
     @property
     def n(self) -> int:
@@ -92,9 +94,14 @@ def _build(ids, names, instance, parent, counter, instructions, dep_src, dep_dst
     dst = np.concatenate([by_instance[1:][same], created, ddst])
     edges = sorted_unique(src * n + dst)
     pairs, inverse = np.unique(dsrc * n + ddst, return_inverse=True)
+    next_fragment = np.full(n, -1, np.int64)
+    next_fragment[by_instance[:-1][same]] = by_instance[1:][same]
+    creator = np.full(n, -1, np.int64)
+    creator[created] = index(parent[created], "a parent")
     return Dag(ids=ids, counter=counter, names=names, is_main=is_main, starts_instance=first, weight=instructions,
                src=edges // n, dst=edges % n, dep_src=pairs // n, dep_dst=pairs % n,
-               dep_bytes=np.bincount(inverse, weights=dep_bytes[data], minlength=len(pairs)).astype(np.int64))
+               dep_bytes=np.bincount(inverse, weights=dep_bytes[data], minlength=len(pairs)).astype(np.int64),
+               next_fragment=next_fragment, creator=creator)
 
 
 def sorted_unique(values: np.ndarray) -> np.ndarray:
@@ -179,10 +186,16 @@ def successors(dag: Dag) -> tuple[list[int], list[int]]:
     return csr(dag.src, dag.dst, dag.n)
 
 
-def durations(dag: Dag, overhead: int) -> np.ndarray:
-    """Each task instance pays the runtime overhead once, on its first fragment (its creation);
-    main's fragments are the program itself."""
-    return dag.weight + np.where(dag.starts_instance & ~dag.is_main, overhead, 0)
+def durations(dag: Dag, overhead: int = 0, creation_cost: int = 0) -> np.ndarray:
+    """What each fragment occupies its core for: its own work; a task instance's first fragment
+    also the runtime's cost of starting it (``overhead``: the core that runs a task pays it; main's
+    fragments are the program itself), and a fragment that creates tasks the cost of creating
+    each (paid by the creating core, before the task exists)."""
+    out = dag.weight + np.where(dag.starts_instance & ~dag.is_main, overhead, 0)
+    if creation_cost:
+        made = dag.creator[dag.creator >= 0]
+        out = out + creation_cost * np.bincount(made, minlength=dag.n)
+    return out
 
 
 def bottom_levels(dag: Dag, duration: np.ndarray, adjacency=None) -> list[int]:
@@ -223,6 +236,103 @@ def critical_path(dag: Dag, duration: np.ndarray, levels: list[int], adjacency=N
             return path
         i = min(following)
         path.append(i)
+
+
+def indices(dag: Dag, ids: np.ndarray) -> np.ndarray:
+    """The indices of fragments named by id (every id must be one of the dag's)."""
+    order = np.argsort(dag.ids, kind="stable")
+    return order[np.searchsorted(dag.ids[order], ids)]
+
+
+def with_edges(dag: Dag, src: np.ndarray, dst: np.ndarray) -> Dag:
+    """dag with the precedence edges src[k] -> dst[k] (indices) added."""
+    n = max(dag.n, 1)
+    edges = sorted_unique(np.concatenate([dag.src * n + dag.dst, np.asarray(src, np.int64) * n + dst]))
+    return replace(dag, src=edges // n, dst=edges % n)
+
+
+def span(dag: Dag) -> int:
+    """T∞: the heaviest path, in instructions."""
+    return max(bottom_levels(dag, dag.weight), default=0)
+
+
+def reaches(dag: Dag, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Whether index dst[k] can be reached from index src[k], for a batch of pairs.
+
+    Exact, and close to linear in nodes, edges and pairs on task graphs, which hang off one long
+    chain (main's fragments): a pair that is an edge is answered at once, and so is one that goes
+    through main (the first main fragment src reaches is not after the last one that reaches
+    dst); only the rest search forward from their source, never past their furthest target nor
+    into main's fragments (what is beyond those is the chain's answer). Edges must go from a
+    lower index to a higher one, as they do in creation order.
+    """
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    if (dag.src >= dag.dst).any():
+        raise ValueError("an edge goes back in creation order: the trace is inconsistent")
+    answer = (src == dst) | reaches_directly(dag, src, dst)
+    first_main, last_main, chain = _main_bounds(dag)
+    answer |= (src < dst) & (first_main[src] <= last_main[dst])
+    rest = np.flatnonzero(~answer & (src < dst))
+    if len(rest):
+        answer[rest] = _search(dag, src[rest], dst[rest], first_main, last_main, chain)
+    return answer
+
+
+def reaches_directly(dag: Dag, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Whether src[k] -> dst[k] is an edge."""
+    n = max(dag.n, 1)
+    keys, pairs = np.sort(dag.src * n + dag.dst), np.asarray(src, np.int64) * n + dst
+    if not len(keys):
+        return np.zeros(len(pairs), bool)
+    return keys[np.searchsorted(keys, pairs).clip(max=len(keys) - 1)] == pairs
+
+
+def _main_bounds(dag: Dag) -> tuple[np.ndarray, np.ndarray, list[bool]]:
+    """Per index: the first main fragment it reaches (n if none) and the last one that reaches
+    it (-1 if none), main's fragments reaching one another in order; and which fragments are that
+    chain (main's, as ``_build`` chains them; none if they are not chained)."""
+    n = dag.n
+    chain = np.flatnonzero(dag.is_main)
+    if len(chain) > 1 and not reaches_directly(dag, chain[:-1], chain[1:]).all():
+        return np.full(n, n, np.int64), np.full(n, -1, np.int64), [False] * n
+    main = dag.is_main.tolist()
+    offsets, succ = successors(dag)
+    first = [i if main[i] else n for i in range(n)]
+    for i in range(n - 1, -1, -1):
+        for j in succ[offsets[i]:offsets[i + 1]]:
+            if first[j] < first[i]:
+                first[i] = first[j]
+    p_offsets, pred = csr(dag.dst, dag.src, n)
+    last = [i if main[i] else -1 for i in range(n)]
+    for i in range(n):
+        for j in pred[p_offsets[i]:p_offsets[i + 1]]:
+            if last[j] > last[i]:
+                last[i] = last[j]
+    return np.array(first, np.int64), np.array(last, np.int64), main
+
+
+def _search(dag: Dag, src: np.ndarray, dst: np.ndarray, first_main: np.ndarray, last_main: np.ndarray,
+            chain: list[bool]) -> np.ndarray:
+    """reaches() for the pairs the shortcuts leave: one forward search per source."""
+    offsets, succ = successors(dag)
+    first = first_main.tolist()
+    answer = np.zeros(len(src), bool)
+    order = np.argsort(src, kind="stable")
+    starts = np.flatnonzero(np.concatenate([[True], src[order][1:] != src[order][:-1]]))
+    for lo, hi in zip(starts.tolist(), [*starts[1:].tolist(), len(order)], strict=True):
+        group = order[lo:hi]
+        u, bound = int(src[group[0]]), int(dst[group].max())
+        seen, stack, best = {u}, [u], first[u]
+        while stack:
+            for x in succ[offsets[(w := stack.pop())]:offsets[w + 1]]:
+                if x <= bound and x not in seen:
+                    seen.add(x)
+                    best = min(best, first[x])
+                    if not chain[x]:
+                        stack.append(x)
+        answer[group] = [v in seen or best <= last
+                         for v, last in zip(dst[group].tolist(), last_main[dst[group]].tolist(), strict=True)]
+    return answer
 
 
 def forward_sorted(dag: Dag) -> bool:

@@ -72,12 +72,15 @@ class DataObject:
 
 @dataclass(frozen=True)
 class Access:
-    """What one fragment read and wrote of one object (a row of accesses.csv), for tareador hints:
-    byte ranges [lo, hi) relative to the object's start; read = read before the fragment wrote it.
-    -1, -1 where it read (or wrote) nothing."""
+    """What one fragment read and wrote of one part of one object (a row of accesses.csv), for
+    tareador hints: byte ranges [lo, hi) relative to the object's start; read = read before the
+    fragment wrote it. -1, -1 where it read (or wrote) nothing. Part 0: before the instance called
+    its body (evaluating the arguments), or all of an instance without a body call; part k >= 1:
+    after the call, the bytes from its (k-1)-th smallest argument value up to the k-th."""
 
     task: int  # the fragment
     object: str  # DataObject.name
+    part: int
     read_lo: int
     read_hi: int
     write_lo: int

@@ -273,6 +273,7 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     trace = TaskTrace(tasks, deps, objects, {}, str(out_dir))
     trace.summary = {
         "program": argv[0],
+        "program_path": path,
         "arguments": list(argv[1:]),
         "ending": ending,
         "exit_status": meta["ending"].get("status"),
@@ -296,6 +297,8 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     if explore:
         trace.summary["explore_candidates"] = [f.name for f in functions]
         trace.summary["explore_libraries"] = {f.name: f.library for f in functions if f.library}
+    elif functions:
+        trace.summary["task_functions"] = [f.name for f in functions]
     if mpi or mpi_meta:
         trace.summary.update(_mpi_summary(mpi_meta, rank, mpi_calls))
     save(trace, out_dir)
