@@ -423,12 +423,16 @@ def _group_by_thread(name: str, threads: list[int], cols: dict, first_line: int,
         order = np.argsort(g, kind="stable")
         cols = {k: v[order] for k, v in cols.items()}
         g = cols["gthread"]
-    return DimTrace(name=name, threads=threads, **cols, thread_start=np.searchsorted(g, np.arange(int(counts.sum()) + 1)),
-                    path=str(path), first_line=first_line, file_order=order)
+    thread_start = np.zeros(int(counts.sum()) + 1, np.int64)
+    np.cumsum(np.bincount(g, minlength=len(thread_start) - 1), out=thread_start[1:])  # g is sorted now
+    return DimTrace(name=name, threads=threads, **cols, thread_start=thread_start, path=str(path),
+                    first_line=first_line, file_order=order)
 
 
 def _check_trailer(trailer: bytes, trace: DimTrace, first_pos: np.ndarray, path) -> None:
     """The s: lines must give each thread's first record, or Dimemas reads the wrong records."""
+    if (first_pos >= 0).all() and trailer == _trailer(trace.threads, first_pos).text().encode():
+        return  # as written here: checked without a number per thread in Python
     lines = trailer.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()

@@ -213,10 +213,14 @@ def _messages(trace: DimTrace, task_of: np.ndarray, sends: np.ndarray) -> _Messa
         """
         own, partner_task, partner_thread = g[idx], trace.a[idx], trace.b[idx]
         threaded = partner_thread >= 0
-        mine = np.where(threaded, own, task_of[own])
-        theirs = np.where(threaded, base[partner_task] + np.maximum(partner_thread, 0), partner_task)
+        if threaded.all():  # between threads (ompss.dim): no task ids to put in
+            mine, theirs = own, base[partner_task] + partner_thread
+        else:
+            mine = np.where(threaded, own, task_of[own])
+            theirs = np.where(threaded, base[partner_task] + np.maximum(partner_thread, 0), partner_task)
         sender, receiver = (mine, theirs) if sending else (theirs, mine)
-        who = (threaded.astype(np.int64) << 62) | (sender.astype(np.int64) << 31) | receiver
+        who = (sender.astype(np.int64) << 31) | receiver
+        who |= threaded.astype(np.int64) << 62
         what = (trace.tag[idx].astype(np.int64) << 32) + trace.comm[idx] + (1 << 31)
         return [who, what]
 
@@ -310,8 +314,8 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
 def _check_durations(trace: DimTrace, machine: Machine, kind, value, latency, transfer) -> None:
     """Refuse what the loop could not finish: times beyond what a double counts, or a round-robin
     quantum that cuts the bursts (latencies are bursts too) into more slices than MAX_SLICES."""
-    bursts = np.concatenate([value[kind == A_BURST],
-                             latency[value[(kind == A_SEND) | (kind == A_RECV) | (kind == A_WAIT)].astype(np.int64)]])
+    paying = (kind == A_SEND) | (kind == A_RECV) | (kind == A_WAIT)
+    bursts = np.concatenate([value[kind == A_BURST], latency[value[paying].astype(np.int64)]])
     total = bursts.sum()
     if not np.isfinite(total + transfer.sum()):
         raise MachineError(f"{trace.path}: on this machine its bursts, latencies and transfers take longer than "
