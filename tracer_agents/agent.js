@@ -28,7 +28,11 @@ const RUNTIME_GLOBALS = new Set(['stdin', 'stdout', 'stderr', 'environ', '__envi
 
 /* What mpi.c calls in the MPI library itself (through PMPI_, which its hooks do not see). */
 const MPI_QUERIES = ['Type_size', 'Type_get_extent', 'Type_get_true_extent', 'Get_count', 'Comm_size', 'Comm_rank',
-  'Comm_group', 'Group_translate_ranks', 'Group_free'];
+  'Comm_group', 'Group_translate_ranks', 'Group_free', 'Type_get_envelope', 'Type_get_contents', 'Type_free'];
+/* The names of the rows an MPI_Start or MPI_Startall of a persistent request makes, by the
+ * request's kind (mpi.c's Persistent.kind): what the started operation is to the run. */
+const STARTED_ROWS = ['MPI_Start', 'MPI_Startall'].flatMap(start =>
+  ['MPI_Send_init', 'MPI_Bsend_init', 'MPI_Ssend_init', 'MPI_Rsend_init', 'MPI_Recv_init'].map(init => `${start}:${init}`));
 /* Row sizes of mpi.c's tables: calls, completions, communicators, world ranks. */
 const MPI_ROWS = [56, 16, 32, 4];
 /* Row sizes of patterns.c's tables: message buffers, element times. */
@@ -286,7 +290,7 @@ function loadMpi(source, library) {
   /* Whole pages: zeroed. */
   const state = Memory.alloc(Process.pageSize);
   const symbols = { tareador_mpi: state, tareador_thread: native.thread };
-  for (const name of ['tr_enter_mpi', 'tr_leave_mpi', 'tr_mpi_access', 'tr_grow', 'tr_pattern_send',
+  for (const name of ['tr_enter_mpi', 'tr_leave_mpi', 'tr_mpi_polled', 'tr_mpi_access', 'tr_grow', 'tr_pattern_send',
     'tr_pattern_receive'])
     symbols[name] = lib.getExportByName(name);
   for (const name of MPI_QUERIES)
@@ -320,6 +324,11 @@ function hookMpi(mpi) {
     } catch (error) {
       /* Too short to hook (a constant's getter): its calls go unrecorded. */
     }
+  }
+  new NativeFunction(mpi.cm.mpi_start_names, 'void', ['uint64'])(mpi.names.length);
+  for (const name of STARTED_ROWS) {
+    mpi.names.push(name);
+    mpi.modelled.push(true);
   }
   for (const name of ['MPI_Init', 'MPI_Init_thread']) {
     const init = mpi.library.findExportByName(name);
@@ -465,10 +474,11 @@ function finish(ending) {
   if (native.mpi !== null) {
     const mpi = native.mpi;
     const tables = MPI_ROWS.map((size, which) => table(count => mpi.table(which, count), size));
-    const out = Memory.alloc(32);
+    const out = Memory.alloc(48);
     mpi.status(out);
     const v = i => out.add(8 * i).readS64().toNumber();
-    meta.mpi = { library: mpi.kind, names: mpi.names, modelled: mpi.modelled, rank: v(0), size: v(1), noncontiguous: v(2), pending: v(3),
+    meta.mpi = { library: mpi.kind, names: mpi.names, modelled: mpi.modelled, rank: v(0), size: v(1), complex: v(2),
+      pending: v(3), unpatterned: v(4),
       counts: { calls: tables[0].n, completions: tables[1].n, comms: tables[2].n, ranks: tables[3].n } };
     for (const t of tables) parts.push(t.bytes);
   }

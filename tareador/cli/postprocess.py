@@ -50,19 +50,32 @@ def run(args) -> int:
 def postprocess(directory: str | Path, ending: str | None = None, collectives: str = "dimemas", starmap=None):
     """The run's files, then its Dimemas traces, authentic.dim and ompss.dim, with collectives
     written as ``collectives`` (synthesis/mpi_authentic.py); returns the MpiRun. ``starmap`` runs the
-    per-rank work (tareador.workers.rank_pool; default: a process pool)."""
+    per-rank work (tareador.workers.rank_pool; default: a process pool). They are written all
+    together or, on any error, none, and what an earlier postprocess wrote is removed."""
     if starmap is None:
         from tareador.workers import rank_pool
 
         with rank_pool() as starmap:
             return postprocess(directory, ending, collectives, starmap)
+    from tareador.files import together
+    from tareador.taskgraph.store import remove_owned
+
+    d = Path(directory)
+    try:
+        with together():
+            return _write_run(d, ending, collectives, starmap)
+    except BaseException:
+        remove_owned(d)  # what an earlier postprocess wrote no longer matches the ranks
+        raise
+
+
+def _write_run(d: Path, ending: str | None, collectives: str, starmap):
     from tareador.cli.patterns import write_run_patterns
     from tareador.formats.paraver import task_type_values
     from tareador.synthesis.mpi_authentic import by_rank, call_records, communicators, write_mpi_authentic
     from tareador.synthesis.mpi_ompss import rank_threads, write_mpi_ompss
     from tareador.taskgraph.mpi import build_run
 
-    d = Path(directory)
     result = build_run(d, ending, starmap)
     write_run_patterns(d, result.messages, starmap=starmap)
     records = by_rank(call_records(result.calls_by_rank, result.matching, collectives), len(result.ranks))

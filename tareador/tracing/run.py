@@ -163,9 +163,13 @@ def _mpi_warnings(mpi: dict | None, rank: int) -> list[str]:
     if mpi["rank"] < 0:
         return [f"the program never called MPI_Init: traced as rank {rank}, the launcher's number"]
     warnings = []
-    if mpi["noncontiguous"]:
-        warnings.append(f"{mpi['noncontiguous']} MPI buffer(s) of derived datatypes with gaps were taken as their "
-                        "whole extent: the bytes between their blocks count as read or written")
+    if mpi["complex"]:
+        warnings.append(f"{mpi['complex']} MPI buffer(s) of datatypes too complex to lay out (more than 65536 "
+                        "blocks, nesting deeper than 16, or MPI_Type_create_darray) were taken as their true extent: "
+                        "the bytes between their blocks count as read or written")
+    if mpi["unpatterned"]:
+        warnings.append(f"{mpi['unpatterned']} message buffer(s) of non-contiguous datatypes have no production or "
+                        "consumption pattern: tareador patterns and overlap leave those messages out")
     if mpi["pending"]:
         warnings.append(f"{mpi['pending']} non-blocking MPI request(s) never completed in a Wait or Test: their "
                         "rows in mpi.csv have completed = -1")
