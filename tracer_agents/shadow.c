@@ -1146,8 +1146,17 @@ void tr_finish(void) {
 
 /* Allocator calls: their own accesses (headers, tcache links, realloc's copy) are not the
  * program's; discard them. */
-void tr_enter_allocator(void) { tr_flush(); tr_state.suppress++; }
-void tr_leave_allocator(void) { tr_flush(); if (tr_state.suppress) tr_state.suppress--; }
+static uint32_t allocator_depth;
+void tr_enter_allocator(void) { tr_flush(); tr_state.suppress++; allocator_depth++; }
+void tr_leave_allocator(void) {
+  tr_flush();
+  if (tr_state.suppress) tr_state.suppress--;
+  if (allocator_depth) allocator_depth--;
+}
+
+/* Whether the traced thread is inside the allocator: a crash there (glibc's "corrupted top
+ * size" abort) may hold its lock, and whatever allocates on the way out would wait forever. */
+uint32_t tr_in_allocator(void) { return allocator_depth; }
 
 /* ---- MPI calls (mpi.c): nothing inside them is the program's work or data flow ---- */
 
