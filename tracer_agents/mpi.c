@@ -7,9 +7,13 @@
  * from inside another is part of it) one row is recorded: the call, the fragment that made it
  * and the instruction counter. Inside the call nothing is analysed or counted (shadow.c's
  * tr_enter_mpi / tr_leave_mpi). The calls tareador models also get their peer (a world rank),
- * tag, communicator and bytes, and their effect on data: a send reads its whole buffer when it is
- * called, a receive writes its whole buffer when it completes (a Recv at its return, an Irecv at
- * the Wait or Test that completes it), charged to the fragment making that call.
+ * tag, communicator and bytes, and their effect on data: a send reads its buffer when it is
+ * called, a receive writes its buffer when it completes (a Recv at its return, an Irecv at the
+ * Wait or Test that completes it), charged to the fragment making that call; a buffer is the
+ * bytes its datatype covers, laid out from MPI_Type_get_envelope/get_contents. Each MPI_Start of
+ * a persistent request is a row of its own, as an Isend or Irecv. A test that completes nothing
+ * (or a probe that finds nothing) is waiting: it leaves no row, and a loop of them is one wait
+ * (shadow.c's tr_mpi_polled).
  *
  * The two ABIs differ (handles are 32-bit integers in MPICH, pointers in Open MPI; statuses and
  * the special values differ): see Abi below. A CModule's statics are read-only at run time, so

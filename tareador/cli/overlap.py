@@ -78,13 +78,12 @@ def run(args) -> int:
               f" {p.speedup('real'):>7.3f} {p.speedup('ideal'):>7.3f}")
     print(f"tolerable bandwidth reduction at {study.reference_bandwidth:g} MB/s (authentic "
           f"{study.reference_time:.6f} s): real {_tolerable(study, 'real')}, ideal {_tolerable(study, 'ideal')}")
-    for kind in ("real", "ideal"):
-        if study.tolerable[kind] is None:
-            print(f"overlap does not pay ({kind}): at {study.reference_bandwidth:g} MB/s the overlapped run is "
-                  f"{study.slowdown[kind]:.3g}x slower than the authentic one, because each of its messages is "
-                  f"sent as {args.chunks} chunks and each chunk pays the latency and startup of a message, which costs "
-                  "more than overlapping computation with communication saves; try fewer chunks (--chunks), or a "
-                  "machine whose latency is lower")
+    slower = [f"{study.slowdown[kind]:.3g}x ({kind})" for kind in ("real", "ideal") if study.tolerable[kind] is None]
+    if slower:
+        print(f"overlap does not pay: at {study.reference_bandwidth:g} MB/s the overlapped run is "
+              f"{' and '.join(slower)} slower than the authentic one, because each message is sent as {args.chunks} "
+              "chunks and each chunk pays the latency and startup of a message, which costs more than overlapping "
+              "computation with communication saves; try fewer chunks (--chunks), or a machine of lower latency")
     print(f"wrote {paths['real']}, {paths['ideal']}, {csv_path}, {png}")
     return 0
 
