@@ -454,13 +454,15 @@ int main(int argc, char **argv) {
 
 def test_an_abort_inside_malloc_ends_the_run_with_every_trace(build, tmp_path):
     """glibc aborts inside malloc holding its lock: the tracer names the crash without allocating
-    (it waited forever on that lock), and the run ends without a timeout."""
+    (it waited forever on that lock), and the run ends without a timeout, every trace written."""
     run_dir = tmp_path / "run"
     r = tareador_cli("mpirun", "-np", 2, "-o", run_dir, "--", build(MPICH, "corrupt", HEAP_CORRUPTION), timeout=90)
     assert r.returncode == 1, r.stderr
     crash = "crashed with SIGABRT (abort) in main (corrupt.c:16), inside libc.so.6's allocator (a corrupt heap)"
     assert rank_summary(run_dir, 1)["ending"] == crash
     assert rank_summary(run_dir, 0)["ending"] == f"was stopped: rank 1 {crash}"
+    run = tareador.load(run_dir)  # the survivor's wait for rank 1 is not work either
+    assert run.ranks[0].t1 == next(c.posted for c in run.calls_of(0) if c.call == "MPI_Recv")
 
 
 def test_an_abort_is_located_at_the_programs_line(compile_c, tmp_path):
