@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import tareador
-from conftest import require, write_c
+from tests.helpers import require, write_c
 from tareador.tracing import toolchain
 from tareador.tracing.mpi_launch import MPICH, MPIS
 
@@ -100,7 +100,7 @@ def test_a_run_stopped_inside_a_blocking_call_charges_no_waiting(build, tmp_path
     why = "the run timed out after 8 s" if timeout else "tareador mpirun got SIGTERM"
     for rank in (0, 1):
         receive = next(c for c in run.calls_of(rank) if c.call == "MPI_Recv")
-        assert run.ranks[rank].t1 == max(t.end for t in run.ranks[rank].tasks) == receive.posted
+        assert run.ranks[rank].t1 == max(t.end for t in run.ranks[rank].fragments) == receive.posted
         assert rank_summary(run_dir, rank)["ending"] == f"was stopped: {why}"
     assert [p["t1"] for p in run.summary["per_rank"]] == [t.t1 for t in run.ranks]
     assert [line.split()[0] for line in out.splitlines() if line.strip()].count("ranks") == 1
