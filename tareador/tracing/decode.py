@@ -85,7 +85,7 @@ def refine_source_lines(sites: list[dict]) -> None:
         if site.get("path") and os.path.exists(site["path"]):
             by_module[site["path"]].append(site)
     for path, group in by_module.items():
-        result = subprocess.run(["addr2line", "-f", "-e", path] + [hex(s["offset"]) for s in group],
+        result = subprocess.run(["addr2line", "-f", "-C", "-e", path] + [hex(s["offset"]) for s in group],
                                 capture_output=True, text=True)
         lines = result.stdout.splitlines()
         if result.returncode != 0 or len(lines) != 2 * len(group):
