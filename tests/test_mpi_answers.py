@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 import tareador
-from tests.helpers import require, write_c
 from tareador.tracing import toolchain
 from tareador.tracing.mpi_launch import MPICH, MPIS
+from tests.helpers import require, write_c
 
 MPI_PARAMS = pytest.mark.parametrize("mpi", MPIS.values(), ids=MPIS.keys())
 

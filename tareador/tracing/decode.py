@@ -90,7 +90,7 @@ def refine_source_lines(sites: list[dict]) -> None:
         lines = result.stdout.splitlines()
         if result.returncode != 0 or len(lines) != 2 * len(group):
             continue
-        for site, function, text in zip(group, lines[::2], lines[1::2]):
+        for site, function, text in zip(group, lines[::2], lines[1::2], strict=True):
             file, _, line = text.partition(":")
             line = line.split(" ")[0]
             if file != "??" and line.isdigit() and line != "0":

@@ -51,6 +51,7 @@ def launch(mpi: MPI, ranks: int, argv: Sequence[str], out: Path,
     """Trace every rank of ``argv`` into ``out``; returns (how tareador ended the run, None if it
     ended by itself; the launcher's exit status)."""
     _become_subreaper()
+    (out / STOP_REASON).unlink(missing_ok=True)  # left by a tareador mpirun killed outright
     command = mpi.command(ranks, [sys.executable, *TRACER, "-o", str(out), "--", *argv], supervised=True)
     launcher = subprocess.Popen(command, env=mpi.env(supervised=True), start_new_session=True)
     watch = _RankWatch(out)
