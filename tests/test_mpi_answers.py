@@ -80,10 +80,12 @@ int main(int argc, char **argv) {
 
 @MPI_PARAMS
 def test_a_run_stopped_inside_a_blocking_call_charges_no_waiting(build, tmp_path, mpi):
-    """Both ranks wait for a message nobody sends, Open MPI's until the timeout, MPICH's until
-    tareador mpirun gets SIGTERM once both wait: the counter stands still inside MPI_Recv, so each
-    rank's work ends where its call began (it was 1.5-2 G instructions of the library's polling);
-    each says why it stopped, and the run has one summary (the ranks' own interleaved)."""
+    """Both ranks wait for a message nobody sends (a deadlock), Open MPI's until the timeout,
+    MPICH's until tareador mpirun gets SIGTERM once both wait: the counter stands still inside
+    MPI_Recv, so each rank's work ends where its call began (it was 1.5-2 G instructions of the
+    library's polling); each says why it stopped and where it waited, and the run has one
+    summary (the ranks' own interleaved). The timeout leaves the tracers time to start on a
+    busy machine (3 s did not)."""
     run_dir = tmp_path / "run"
     timeout = ["--timeout", "8"] if mpi.name == "openmpi" else []
     p = subprocess.Popen([sys.executable, "-m", "tareador", "mpirun", *timeout, "-np", "2", "-o", str(run_dir), "--",
@@ -105,6 +107,10 @@ def test_a_run_stopped_inside_a_blocking_call_charges_no_waiting(build, tmp_path
         assert run.ranks[rank].t1 == max(t.end for t in run.ranks[rank].fragments) == receive.posted
         assert rank_summary(run_dir, rank)["ending"] == f"was stopped: {why}"
     assert [p["t1"] for p in run.summary["per_rank"]] == [t.t1 for t in run.ranks]
+    assert run.summary["ending"] == ("timed out after 8 s" if timeout else "was stopped (SIGTERM)")
+    assert [(p["blocked_in"]["call"], p["blocked_in"]["peer"]) for p in run.summary["per_rank"]] == [
+        ("MPI_Recv", 1), ("MPI_Recv", 0)]
+    assert "rank 0 stopped inside MPI_Recv from rank 1 (tag 7, mpi.csv seq" in out
     assert [line.split()[0] for line in out.splitlines() if line.strip()].count("ranks") == 1
     assert "trace directory:" not in out  # no rank printed its own summary
 
