@@ -157,11 +157,12 @@ def _exec_through(device, argv: list[str], env: dict) -> int | None:
 def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RECORDS,
               ignored_modules: tuple[str, ...] = (), system_modules: tuple[str, ...] = (),
               patterns: bool = False, task_functions: tuple = (), explore: bool = False,
-              own_libraries: tuple[str, ...] = ()) -> AgentResult:
+              own_libraries: tuple[str, ...] = (), abort_waits: bool = False) -> AgentResult:
     """Spawn argv under the agent; returns the agent's result (or what is known if none came).
     patterns: also record the communication patterns (tracer_agents/patterns.c; MPI runs);
     task_functions: the TaskFunction entries whose calls are tasks; explore: record them for
-    tareador explore (the program's task markers ignored); own_libraries: see agent.js."""
+    tareador explore (the program's task markers ignored); own_libraries: see agent.js;
+    abort_waits: MPI_Abort waits to be killed once the trace is shipped (tareador mpirun)."""
     path = check_program(argv)
     sources = toolchain.agent_sources()
     toolchain.installed_annotation_library()
@@ -210,6 +211,7 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
                     "taskFunctions": [vars(f) for f in task_functions],
                     "explore": explore,
                     "ownLibraries": list(own_libraries),
+                    "abortWaits": abort_waits,
                 })
             except (frida.core.RPCException, frida.InvalidOperationError) as e:
                 reason = str(e).splitlines()[0].removeprefix("Error: ")  # the agent's message, not its JS stack
@@ -222,9 +224,10 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
                             progress(script.exports_sync.progress())
                         except (frida.InvalidOperationError, frida.core.RPCException):
                             pass
-                if result.get("meta", {}).get("ending", {}).get("kind") == "exit":
+                kind = result.get("meta", {}).get("ending", {}).get("kind")
+                if kind == "exit" or kind == "abort" and not abort_waits:
                     detached.wait()  # the program's own exit path (atexit, flushing its files) runs on
-                else:
+                elif kind != "abort":
                     detached.wait(5)
             except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (Stopped)
                 if "meta" not in result:
