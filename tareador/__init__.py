@@ -10,6 +10,7 @@ plots), with ``cli`` on top; ``errors`` holds what every stage may raise.
 
 __version__ = "0.1.0"
 
+from tareador.report import report  # noqa: E402  (public API: tareador.report(dir); binds over the subpackage)
 from tareador.taskgraph.store import load  # noqa: E402  (public API: tareador.load(dir))
 
 
@@ -20,4 +21,4 @@ def hints(directory):
     return load_hints(directory)
 
 
-__all__ = ["load", "hints", "__version__"]
+__all__ = ["load", "hints", "report", "__version__"]
