@@ -20,11 +20,13 @@ import resource
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import browser
 import tareador
 from conftest import ROOT, write_c
+from tareador.report.bars import Bars, _busy_time, aggregate
 from tareador.tracing.mpi_launch import MPICH
 
 PROGRAM = r"""
@@ -225,3 +227,20 @@ def test_an_mpi_run_page_shows_its_ranks_calls_and_messages(mpi_run, driver):
         "const fig = tabs.tabs[0].child; const a = fig.center.find(m => m.type === 'Arrow' || "
         "(m.constructor && m.constructor.name === 'Arrow')); return a ? a.source.data.x0.length : -1;")
     assert arrows == summary["messages"]
+
+
+def test_a_timeline_beyond_its_bars_is_binned_exactly():
+    """Row 0 runs a over [0, 3) then b over [3, 4); row 1 runs b over [0.5, 2.5). Within 4 bars they
+    are kept; within 2, each row is one bin of width 4: row 0 mostly a and busy throughout, row 1 b
+    and busy half of it."""
+    bars = Bars(row=np.array([0, 0, 1]), start=np.array([0, 3, 0.5]), end=np.array([3, 4, 2.5]),
+                kind=np.array([0, 1, 1]), kinds=["a", "b"], colours=["#000000", "#ffffff"], rows=["r0", "r1"])
+    assert aggregate(bars, 4) is bars
+    one = aggregate(bars, 2)
+    assert (one.row.tolist(), one.kind.tolist(), one.start.tolist(), one.end.tolist()) == ([0, 1], [0, 1], [0, 0],
+                                                                                           [4, 4])
+    assert one.numbers["busy %"].tolist() == [100, 50]  # row 0 busy 4 of 4 (a 3, b 1), row 1 busy 2 of 4
+    assert one.aggregated.startswith("3 bars are more than the 2 this timeline draws")
+    # bins of width 1: each (row, kind)'s busy time per bin, an interval split over the bins it crosses
+    busy = _busy_time(bars.row, bars.kind, bars.start, bars.end, 1.0, 2, 2, 4)
+    assert busy.tolist() == [[[1, 1, 1, 0], [0, 0, 0, 1]], [[0, 0, 0, 0], [0.5, 1, 0.5, 0]]]

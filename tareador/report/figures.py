@@ -61,7 +61,8 @@ def timeline(bars: Bars, title: str, unit: str, arrows: Arrows | None = None) ->
             "d": (bars.end - bars.start).astype(np.float32),
             "a": np.ones(len(bars), np.float32) if bars.alpha is None else bars.alpha.astype(np.float32)}
     formatters = {"@y": lookup(bars.rows), "@k": lookup(bars.kinds)}
-    tips = [("", "@k{custom}"), ("row", "@y{custom}"), ("start", "@left{0,0.000}"), ("length", "@d{0,0.000}")]
+    tips = [("", "@k{custom}"), ("row", "@y{custom}"), (f"start ({unit})", "@left{0,0.000}"),
+            (f"length ({unit})", "@d{0,0.000}")]
     for i, (key, values) in enumerate(bars.numbers.items()):
         data[f"n{i}"] = values.astype(np.int32)
         tips.append((key, f"@n{i}"))

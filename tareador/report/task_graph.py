@@ -10,9 +10,11 @@ why instead.
 
 from __future__ import annotations
 
+import csv
 import re
 import shutil
 from collections import defaultdict
+from pathlib import Path
 
 from tareador.render.graph import drawing, type_nodes
 from tareador.render.summary import format_seconds, human
@@ -22,6 +24,8 @@ from tareador.taskgraph.dag import Dag
 from tareador.taskgraph.model import PROGRAM, RAW, TaskTrace
 
 LISTED = 12  # dependencies listed per side in the panel; the rest are counted
+# ``tareador time`` writes each fragment's measured nanoseconds here: the median over its runs and their range.
+DURATIONS, DURATIONS_HEADER = "durations.csv", ["id", "ns", "min_ns", "max_ns"]
 
 
 def graph_section(section: Section, trace: TaskTrace, dag: Dag, path: list[int], rate: float, *,
@@ -50,7 +54,28 @@ def graph_section(section: Section, trace: TaskTrace, dag: Dag, path: list[int],
                  f'<div class="graph-box"><div id="graph-view">{_strip_scripts(svg)}</div>'
                  '<div id="graph-details"><p class="note">Hover a node.</p></div></div>')
     critical = [int(i) for i in dag.ids[path].tolist()]
-    return _type_data(trace, critical) if drawn.collapsed else _instance_data(trace, critical, rate)
+    if drawn.collapsed:
+        return _type_data(trace, critical)
+    measured, problem = measured_ns(Path(trace.path))
+    if problem:
+        section.html(note(problem, "warning"))
+    return _instance_data(trace, critical, rate, measured)
+
+
+def measured_ns(directory: Path) -> tuple[dict[int, list[int]], str | None]:
+    """Fragment id -> [median, min, max] measured nanoseconds when the trace was timed, and why a
+    durations file present could not be used."""
+    path = directory / DURATIONS
+    if not path.is_file():
+        return {}, None
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
+        if rows[:1] != [DURATIONS_HEADER]:
+            raise ValueError(f"header {rows[:1]} is not {','.join(DURATIONS_HEADER)}")
+        return {int(r[0]): [int(v) for v in r[1:4]] for r in rows[1:]}, None
+    except (OSError, UnicodeDecodeError, ValueError, IndexError) as e:
+        return {}, f"{path} not shown ({e}): run 'tareador time {directory}' again."
 
 
 def _strip_scripts(svg: str) -> str:
@@ -58,7 +83,7 @@ def _strip_scripts(svg: str) -> str:
     return re.sub(r"<script\b.*?</script>", "", svg, flags=re.S | re.I)
 
 
-def _instance_data(trace: TaskTrace, critical: list[int], rate: float) -> dict:
+def _instance_data(trace: TaskTrace, critical: list[int], rate: float, measured: dict[int, list[int]]) -> dict:
     by_id = {t.id: t for t in trace.tasks}
     parts = defaultdict(list)
     for t in trace.tasks:
@@ -86,6 +111,9 @@ def _instance_data(trace: TaskTrace, critical: list[int], rate: float) -> dict:
                      f", fragment {fragments.index(t.id) + 1} of {len(fragments)}" if len(fragments) > 1 else "")],
                  ["instructions", f"{t.instructions:,}"], ["time at the machine's rate", format_seconds(
                      t.instructions / rate)], ["on the critical path", "yes" if t.id in on_path else "no"]]
+        if t.id in measured:
+            ns, low, high = measured[t.id]
+            facts.insert(3, ["measured", f"{ns:,} ns ({low:,} .. {high:,})"])
         ins, more_in = listed(incoming[t.id], lambda d: d.src)
         outs, more_out = listed(outgoing[t.id], lambda d: d.dst)
         nodes[str(t.id)] = {"title": f"{t.name} #{t.id}", "facts": facts, "in": ins, "more_in": more_in,
