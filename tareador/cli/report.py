@@ -23,8 +23,7 @@ def register(subparsers) -> None:
                     "usage; or of an MPI run's directory: ranks, the replayed run's timeline with MPI calls and "
                     "messages, the cores-per-rank sweep, communication patterns and overlap. Simulations are run "
                     "for the page with the options below (the defaults of 'tareador simulate' and 'whatif').",
-        epilog="examples:\n  tareador report chol.tareador --open\n"
-               "  tareador report jacobi.tareador --machine examples/machines/cluster.toml -o jacobi.html",
+        epilog="example:\n  tareador report jacobi.tareador --machine examples/machines/cluster.toml -o jacobi.html",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace_dir", metavar="DIR", help="trace directory ('tareador trace') or MPI run ('tareador mpirun')")
     p.add_argument("-o", "--output", metavar="FILE", help=f"the page to write (default DIR/{REPORT_NAME})")
@@ -104,7 +103,9 @@ def run(args) -> int:
     path = result.save(out)
     for line in result.notes:
         print(f"note: {line}")
-    print(f"report: {path} ({path.stat().st_size / 2**20:.1f} MiB, self-contained: open it from the file, offline)")
+    size = path.stat().st_size
+    size_text = f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 2**10:.0f} KiB"
+    print(f"report: {path} ({size_text}, self-contained: open it from the file, offline)")
     if args.open:
         import webbrowser
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from bokeh.layouts import column, row
+from bokeh.layouts import row
 from bokeh.models import (Arrow, ColumnDataSource, CustomJSHover, FixedTicker, HoverTool, Legend, LegendItem,
                           LinearColorMapper, NormalHead, PlainText, Range1d, TabPanel, Tabs)
 from bokeh.plotting import figure
@@ -93,13 +93,13 @@ def lookup(names: list[str]) -> CustomJSHover:
     return CustomJSHover(args={"names": [printable(n) for n in names]}, code="return names[value]")
 
 
-def tabs(panels: list[tuple[str, object]], name: str) -> Tabs:
+def tabs(panels: list[tuple[str, object]]) -> Tabs:
     """A selector between figures of one kind (one per core count, per rank pair, ...)."""
-    return Tabs(tabs=[TabPanel(child=child, title=printable(title)) for title, child in panels], name=name)
+    return Tabs(tabs=[TabPanel(child=child, title=printable(title)) for title, child in panels])
 
 
 def scaling_curves(x: list[int], speedup: list[float], efficiency: list[float], xlabel: str,
-                   unbounded: float | None, unbounded_label: str, name: str):
+                   unbounded: float | None, unbounded_label: str):
     """Speedup beside efficiency against cores (log2 axis), the ideal dotted; the unbounded machine as
     a dashed level."""
     ticks = FixedTicker(ticks=x)
@@ -117,12 +117,12 @@ def scaling_curves(x: list[int], speedup: list[float], efficiency: list[float], 
     if unbounded is not None:
         left.line([min(x), max(x)], [unbounded, unbounded], line_dash="dashed", color=CURVE_COLOURS[1],
                   legend_label=unbounded_label)
-    for fig in (left, right):
+    for fig, corner in ((left, "top_left"), (right, "bottom_left")):
         fig.xaxis.ticker = ticks
-        fig.legend.location = "top_left"
+        fig.legend.location = corner
         fig.add_tools(HoverTool(tooltips=[("cores", "@cores"), ("speedup", "@speedup{0.00}"),
                                           ("efficiency", "@efficiency{0.000}")]))
-    return row(left, right, name=name)
+    return row(left, right)
 
 
 def profile(times: np.ndarray, series: dict[str, np.ndarray], unit: str, title: str) -> figure:
@@ -166,16 +166,12 @@ def scatter_pair(left: tuple[str, np.ndarray, np.ndarray], right: tuple[str, np.
     return row(*figs)
 
 
-def curves(x: list[float], series: dict[str, list[float]], xlabel: str, ylabel: str, title: str, name: str,
+def curves(x: list[float], series: dict[str, list[float]], xlabel: str, ylabel: str, title: str,
            log_x: bool = False) -> figure:
     fig = figure(width=WIDTH - 300, height=360, title=printable(title), x_axis_label=xlabel, y_axis_label=ylabel,
-                 x_axis_type="log" if log_x else "linear", tools="pan,wheel_zoom,box_zoom,reset,save", name=name)
+                 x_axis_type="log" if log_x else "linear", tools="pan,wheel_zoom,box_zoom,reset,save")
     for (label, values), colour in zip(series.items(), CURVE_COLOURS):
         fig.line(x, values, color=colour, legend_label=label, line_width=1.5)
         fig.scatter(x, values, color=colour, size=6, legend_label=label)
     fig.legend.location = "top_left"
     return fig
-
-
-def stacked(*children, name: str):
-    return column(*children, name=name)

@@ -54,7 +54,7 @@ def patterns_section(section: Section, run: MpiRun) -> None:
     if panels:
         section.html("<h3>Every element</h3>" + note("x: the element's index in its message; y: when it became final "
                                                       "(left) or was first read (right), in % of the interval."))
-        section.figure("scatter", figures.tabs(panels, "patterns"))
+        section.figure("scatter", figures.tabs(panels))
 
 
 def _scatter(name: str, transfers: list):
@@ -95,6 +95,6 @@ def overlap_section(section: Section, run: MpiRun) -> None:
                       "patterns) over the authentic run at the same inter-node bandwidth, as tareador overlap "
                       "computed it (overlap.csv)."))
     section.figure("speedup", figures.curves(bandwidth, speedups, "bandwidth (MB/s)", "speedup over the authentic run",
-                                             "overlapped runs against the bandwidth", "overlap", log_x=True))
+                                             "overlapped runs against the bandwidth", log_x=True))
     section.html(table(["bandwidth (MB/s)", "authentic (s)", "overlap-real (s)", "overlap-ideal (s)", "real speedup",
                         "ideal speedup"], times, numeric_from=0))

@@ -59,7 +59,7 @@ def _timeline(section: Section, reference: MpiStudy, sweep: MpiStudy) -> None:
     section.html(note("One row per rank (per rank and thread for the MPI/OmpSs run, where every task fragment is a "
                       "thread): computation coloured by task type, MPI calls by function, an arrow per message from "
                       "when it left to when it arrived. Hover a bar; drag to pan, the wheel zooms time."))
-    section.figure("timelines", figures.tabs(panels, "run-timelines"))
+    section.figure("timelines", figures.tabs(panels))
 
 
 def _sweep(section: Section, sweep: MpiStudy) -> None:
@@ -72,7 +72,7 @@ def _sweep(section: Section, sweep: MpiStudy) -> None:
     if finite:
         section.figure("scaling", figures.scaling_curves(
             [r["cores_per_rank"] for r in finite], [r["speedup"] for r in finite], [r["efficiency"] for r in finite],
-            "cores per rank", unbounded, f"unbounded cores: {unbounded:.2f}" if unbounded else "", "run-scaling"))
+            "cores per rank", unbounded, f"unbounded cores: {unbounded:.2f}" if unbounded else ""))
     section.html(table(["cores per rank", "cores per node", "time", "speedup", "efficiency"],
                        [[r["cores_per_rank"], r["cores_per_node"], format_seconds(r["time"]), f"{r['speedup']:.2f}",
                          "" if r["efficiency"] is None else f"{r['efficiency']:.3f}"] for r in rows], numeric_from=0))

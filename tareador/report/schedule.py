@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from tareador.analyses.speedup import Study, parallelism_profile
-from tareador.render.summary import machine_name, time_unit
+from tareador.render.summary import format_seconds, machine_name, time_unit
 from tareador.replay.list_scheduler import Schedule
 from tareador.report import figures
 from tareador.report.bars import Bars, aggregate, share
-from tareador.report.html import note
+from tareador.report.html import note, table
 from tareador.report.page import Section
 from tareador.taskgraph.dag import Dag
 
@@ -90,7 +90,7 @@ def timeline_section(section: Section, dag: Dag, study: Study, types: list[str],
     section.html(note("One row per core, one bar per task fragment coloured by task type (main's own code is "
                       "'main (program)'); hover a bar for its instance, start and length; drag to pan, the "
                       "wheel zooms time."))
-    section.figure("timelines", figures.tabs(panels, "timelines"))
+    section.figure("timelines", figures.tabs(panels))
 
 
 def curves_section(section: Section, dag: Dag, study: Study) -> None:
@@ -98,10 +98,15 @@ def curves_section(section: Section, dag: Dag, study: Study) -> None:
     rows = study.rows()
     finite = [r for r in rows if r["efficiency"] is not None]
     unbounded = next((r["speedup"] for r in rows if r["efficiency"] is None), None)
-    section.figure("scaling", figures.scaling_curves([r["cores"] for r in finite], [r["speedup"] for r in finite],
-                                                      [r["efficiency"] for r in finite], "cores", unbounded,
-                                                      f"unbounded cores: {unbounded:.2f}" if unbounded else "",
-                                                      "scaling"))
+    if finite:  # curves need core counts; the unbounded machine alone is its row of the table
+        section.figure("scaling", figures.scaling_curves(
+            [r["cores"] for r in finite], [r["speedup"] for r in finite], [r["efficiency"] for r in finite], "cores",
+            unbounded, f"unbounded cores: {unbounded:.2f}" if unbounded else ""))
+    section.html(table(["cores", "time", "speedup", "efficiency", "busy fraction per core"], [
+        [r["cores"], format_seconds(r["time"]), f"{r['speedup']:.2f}",
+         "" if r["efficiency"] is None else f"{r['efficiency']:.3f}",
+         f"{min(r['utilisation']):.2f} .. {max(r['utilisation']):.2f}" if r.get("utilisation")
+         else f"{r['cores_used']} cores busy at most"] for r in rows], numeric_from=0))
     panels = []
     for s in study.schedules:
         scale, unit = time_unit(s.makespan / study.rate)
@@ -112,4 +117,4 @@ def curves_section(section: Section, dag: Dag, study: Study) -> None:
                                                               unit, title)))
     section.html("<h3>Parallelism profile</h3>" + note("Fragments running and fragments ready (every input "
                                                         "produced) but waiting for a core, over the simulated run."))
-    section.figure("profiles", figures.tabs(panels, "profiles"))
+    section.figure("profiles", figures.tabs(panels))

@@ -60,7 +60,7 @@ def whatif_section(section: Section, result: WhatIf) -> None:
         # disable_math: a task name between $$ stays text (TeX would need MathJax from the network)
         div = Div(text=ranking_table(result, c), disable_math=True, stylesheets=[InlineStyleSheet(css=TABLE_CSS)])
         panels.append((machine_name(c), column(bars, div)))
-    section.figure("ranking", figures.tabs(panels, "whatif"))
+    section.figure("ranking", figures.tabs(panels))
 
 
 def _finite(x: float) -> float:
