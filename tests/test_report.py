@@ -152,8 +152,9 @@ def test_a_notebook_shows_the_same_page_and_figures(traced):
     from bokeh.embed import components
 
     d, _, _ = traced
-    report = tareador.report(d)
+    report = tareador.report(d, cores=[2], factors=[2])
     assert report._repr_html_().startswith("<iframe srcdoc=")
+    assert "simulated for this report with the options given: 2 cores, policy cp" in report.html
     assert {"timeline-timelines", "curves-scaling", "whatif-ranking", "objects-timeline"} <= set(report.figures)
     script, divs = components(report.figures["curves-scaling"])
     assert "<script" in script and divs
@@ -164,7 +165,7 @@ def test_a_partial_trace_is_shown_as_partial_with_its_ending(program, tmp_path):
     run = tareador_cli("trace", "-o", d, "--", program, "0", "exit")
     summary = json.loads((d / "summary.json").read_text())
     assert run.returncode == 3 and summary["partial"] is True
-    made = tareador_cli("report", d, "-o", tmp_path / "partial.html", "--factors", "2")
+    made = tareador_cli("report", d, "-o", tmp_path / "partial.html")
     assert made.returncode == 0, made.stderr
     assert f"note: partial trace: the program {summary['ending']}" in made.stdout
     assert "note: The runs below were simulated for this report with the defaults: 1, 2, 4, 8, 16, inf cores, " \
@@ -191,7 +192,7 @@ def test_an_output_that_cannot_be_written_is_one_line_and_leaves_nothing(traced,
     assert made.stderr.startswith(f"tareador: cannot write {tmp_path}/no/such/dir.html:")
     out = tmp_path / "full"
     out.mkdir()
-    made = tareador_cli("report", d, "-o", out / "r.html", limit=100_000)  # the page is about 2 MB
+    made = tareador_cli("report", d, "-o", out / "r.html", "--cores", "2", "--factors", "2", limit=100_000)  # 2 MB
     assert made.returncode == 2 and made.stderr == f"tareador: {out}/r.html: File too large; a file size limit " \
                                                    "(ulimit -f) stopped it; raise it and run again (no file was left " \
                                                    "half-written)\n"
