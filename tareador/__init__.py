@@ -5,7 +5,8 @@ The package is a one-way pipeline, one subpackage per stage:
 the trace directory) -> ``formats`` (Dimemas, Paraver, Chrome files) -> ``synthesis`` (the
 authentic and artificial traces of a run) -> ``simulation`` (the list scheduler and the Dimemas
 engine on a machine) -> ``analyses`` (speedups, profiles, what-ifs) -> ``render`` (graphs and
-plots), with ``cli`` on top; ``errors`` holds what every stage may raise.
+plots) -> ``report`` (one HTML page of it all), with ``cli`` on top; ``errors`` holds what every
+stage may raise.
 """
 
 __version__ = "0.1.0"

@@ -148,6 +148,19 @@ def test_hovering_a_graph_node_lists_its_dependencies(traced, loaded):
     assert "critical" in node.get_attribute("class")  # a fill, then add: the longest path
 
 
+def test_the_pragmas_are_there_to_copy_and_the_warnings_stand_out(loaded):
+    driver = loaded[0]
+    # add reads a and b and writes c; the exit test between its marker and the call leaves no call
+    # right after the marker, so the clauses name the globals themselves, and hints warns about each
+    pragma = driver.find_element("id", "pragma-omp-0")
+    assert pragma.text == "#pragma omp task depend(in: a, b) depend(out: c)"
+    button = driver.find_element("css selector", "button[data-target='pragma-omp-0']")
+    button.click()
+    assert button.text == "copied"
+    warnings = driver.find_element("css selector", "#hints div.warning").text
+    assert "add: global a is accessed (in) but not passed to the task" in warnings
+
+
 def test_a_notebook_shows_the_same_page_and_figures(traced):
     from bokeh.embed import components
 
