@@ -23,11 +23,11 @@ import sys
 import numpy as np
 import pytest
 
-import browser
 import tareador
-from conftest import ROOT, write_c
 from tareador.report.bars import Bars, _busy_time, aggregate
 from tareador.tracing.mpi_launch import MPICH
+from tests import browser
+from tests.helpers import ROOT, write_c
 
 PROGRAM = r"""
 #include <stdlib.h>

@@ -23,7 +23,7 @@ def register(subparsers) -> None:
                     "usage; or of an MPI run's directory: ranks, the replayed run's timeline with MPI calls and "
                     "messages, the cores-per-rank sweep, communication patterns and overlap. Simulations are run "
                     "for the page with the options below (the defaults of 'tareador simulate' and 'whatif').",
-        epilog="example:\n  tareador report jacobi.tareador --machine examples/machines/cluster.toml -o jacobi.html",
+        epilog="example:\n  tareador report jacobi.tareador --machine cluster -o jacobi.html",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace_dir", metavar="DIR", help="trace directory ('tareador trace') or MPI run ('tareador mpirun')")
     p.add_argument("-o", "--output", metavar="FILE", help=f"the page to write (default DIR/{REPORT_NAME})")
@@ -43,7 +43,7 @@ def register(subparsers) -> None:
 def output_path(args) -> Path:
     """Where the page goes, checked before anything is computed: a directory that does not exist or
     cannot be written is one line, not a traceback minutes later."""
-    from tareador.cli.main import UserError
+    from tareador.errors import UserError
 
     out = Path(args.output) if args.output else Path(args.trace_dir) / REPORT_NAME
     if out.is_dir():
@@ -76,9 +76,9 @@ def settings_of(args):
 
 
 def run(args) -> int:
-    from tareador.cli.main import UserError
+    from tareador.errors import UserError
     from tareador.report.run_report import run_report
-    from tareador.report.trace_report import ReportError, trace_report
+    from tareador.report.trace_report import trace_report
     from tareador.taskgraph.store import is_run
 
     if args.max_nodes < 1:
@@ -96,10 +96,7 @@ def run(args) -> int:
                             "model); leave it out, or give one rank's directory (DIR/rank-N)")
     if not mpi and args.ranks_per_node is not None:
         raise UserError(f"--ranks-per-node applies to an MPI run's directory; {d} is one process's trace")
-    try:
-        result = run_report(d, settings) if mpi else trace_report(d, settings)
-    except ReportError as e:
-        raise UserError(str(e)) from None
+    result = run_report(d, settings) if mpi else trace_report(d, settings)
     path = result.save(out)
     for line in result.notes:
         print(f"note: {line}")

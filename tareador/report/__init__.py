@@ -24,9 +24,9 @@ def report(directory: str | Path, **settings):
     writes the page; a notebook displays it inline). ``settings`` are ``report.settings.Settings``'
     fields (cores, cores_per_rank, policy, machine, overhead, factors, sizes, max_nodes, collapse);
     ``machine`` may be a machine file's path."""
-    from tareador.replay.machine import load_machine
     from tareador.report.settings import Settings
     from tareador.report.trace_report import trace_report
+    from tareador.simulation.machine import load_machine
     from tareador.taskgraph.store import is_run
 
     if isinstance(settings.get("machine"), (str, Path)):

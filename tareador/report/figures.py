@@ -13,8 +13,21 @@ from dataclasses import dataclass
 
 import numpy as np
 from bokeh.layouts import row
-from bokeh.models import (Arrow, ColumnDataSource, CustomJSHover, FixedTicker, HoverTool, Legend, LegendItem,
-                          LinearColorMapper, NormalHead, PlainText, Range1d, TabPanel, Tabs)
+from bokeh.models import (
+    Arrow,
+    ColumnDataSource,
+    CustomJSHover,
+    FixedTicker,
+    HoverTool,
+    Legend,
+    LegendItem,
+    LinearColorMapper,
+    NormalHead,
+    PlainText,
+    Range1d,
+    TabPanel,
+    Tabs,
+)
 from bokeh.plotting import figure
 
 from tareador.files import printable
@@ -129,7 +142,7 @@ def profile(times: np.ndarray, series: dict[str, np.ndarray], unit: str, title: 
     """Step curves over time (how many instances run, how many are ready and waiting for a core)."""
     fig = figure(width=WIDTH, height=260, title=printable(title), x_axis_label=f"time ({unit})",
                  tools=TOOLS, active_drag="xpan", active_scroll="xwheel_zoom")
-    for (label, values), colour in zip(series.items(), CURVE_COLOURS):
+    for (label, values), colour in zip(series.items(), CURVE_COLOURS, strict=False):
         fig.step(times, values, mode="after", color=colour, legend_label=label, line_width=1.5)
     fig.legend.location = "top_right"
     fig.y_range.start = 0
@@ -145,7 +158,7 @@ def ranked_bars(names: list[str], series: dict[str, list[float]], xlabel: str, t
     fig.yaxis.ticker = FixedTicker(ticks=list(range(n)))
     fig.yaxis.major_label_overrides = plain_labels
     height = 0.8 / k
-    for j, ((label, values), colour) in enumerate(zip(series.items(), CURVE_COLOURS)):
+    for j, ((label, values), colour) in enumerate(zip(series.items(), CURVE_COLOURS, strict=False)):
         y = np.arange(n) - 0.4 + height * (j + 0.5)
         source = ColumnDataSource({"y": y, "value": values, "type": [printable(name) for name in names]})
         fig.hbar(y="y", right="value", height=height * 0.9, source=source, color=colour, legend_label=label)
@@ -170,7 +183,7 @@ def curves(x: list[float], series: dict[str, list[float]], xlabel: str, ylabel: 
            log_x: bool = False) -> figure:
     fig = figure(width=WIDTH - 300, height=360, title=printable(title), x_axis_label=xlabel, y_axis_label=ylabel,
                  x_axis_type="log" if log_x else "linear", tools="pan,wheel_zoom,box_zoom,reset,save")
-    for (label, values), colour in zip(series.items(), CURVE_COLOURS):
+    for (label, values), colour in zip(series.items(), CURVE_COLOURS, strict=False):
         fig.line(x, values, color=colour, legend_label=label, line_width=1.5)
         fig.scatter(x, values, color=colour, size=6, legend_label=label)
     fig.legend.location = "top_left"

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from tareador.analyses.hints import load_hints
+from tareador.errors import TraceDirError
 from tareador.render.hints import pragmas
 from tareador.report.html import note, table, text, warnings_list
 from tareador.report.page import Section
-from tareador.taskgraph.store import TraceDirError
 
 # analyses.hints checks every pair of writers for an ordering path (its race warning): quadratic in the
 # instances, 25 s at 4,500 instances on this machine, minutes beyond. The page does not wait for it there.

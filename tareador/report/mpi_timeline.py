@@ -34,8 +34,8 @@ def _calls(p: ParaverRun) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]
     after = begin + 1
     ok = (after < len(value)) & (thread[np.minimum(after, len(value) - 1)] == thread[begin])
     begin, after = begin[ok], after[ok]
-    return (thread[begin], time[begin], time[after],
-            [names.get((t, v), f"MPI call {v}") for t, v in zip(etype[begin].tolist(), value[begin].tolist())])
+    called = zip(etype[begin].tolist(), value[begin].tolist(), strict=True)
+    return thread[begin], time[begin], time[after], [names.get(key, f"MPI call {key[1]}") for key in called]
 
 
 def _running(p: ParaverRun) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:

@@ -14,15 +14,16 @@ from pathlib import Path
 
 import numpy as np
 
+from tareador.errors import TraceDirError
 from tareador.render.summary import machine_name, time_unit
-from tareador.replay.list_scheduler import Schedule
 from tareador.report import figures
 from tareador.report.bars import OBJECT_BARS, Bars, aggregate
 from tareador.report.html import note, table
 from tareador.report.page import Section
+from tareador.simulation.list_scheduler import Schedule
 from tareador.taskgraph.dag import Dag
 from tareador.taskgraph.model import Access, TaskTrace
-from tareador.taskgraph.store import TraceDirError, read_table
+from tareador.taskgraph.store import read_table
 
 SHOWN = 40  # objects in the table and the timeline, the most touched first
 ACCESSES = ["-", "wrote", "read", "read and wrote"]

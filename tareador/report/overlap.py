@@ -11,12 +11,13 @@ from pathlib import Path
 import numpy as np
 
 from tareador.analyses.patterns import FIGURES, MessageFigures, statistics
+from tareador.errors import TraceDirError
 from tareador.report import figures
 from tareador.report.html import note, table
 from tareador.report.page import Section
 from tareador.taskgraph.mpi import MpiRun, rank_dirs
 from tareador.taskgraph.patterns import load_rank_patterns, transfer_patterns
-from tareador.taskgraph.store import TraceDirError, read_table
+from tareador.taskgraph.store import read_table
 
 SCATTER_LIMIT = 200_000  # elements per class drawn; beyond, an even sample
 

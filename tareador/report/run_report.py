@@ -14,10 +14,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from tareador.analyses.mpi_speedup import MpiStudy, mpi_study
-from tareador.formats.dimemas import DimError, read_dim
-from tareador.native import ToolchainError
+from tareador.errors import ReportError
+from tareador.formats.dimemas import read_dim
 from tareador.render.summary import format_seconds, time_unit
-from tareador.replay.machine import MachineError
 from tareador.report import figures
 from tareador.report.bars import aggregate, share
 from tareador.report.document import Report
@@ -27,7 +26,6 @@ from tareador.report.overlap import overlap_section, patterns_section
 from tareador.report.page import Section, render_page
 from tareador.report.settings import Settings, cores_text
 from tareador.report.summary import command_line, run_summary
-from tareador.report.trace_report import ReportError
 from tareador.taskgraph.mpi import load_run
 
 
@@ -78,7 +76,8 @@ def _sweep(section: Section, sweep: MpiStudy) -> None:
                          "" if r["efficiency"] is None else f"{r['efficiency']:.3f}"] for r in rows], numeric_from=0))
 
 
-def run_report(directory: str | Path, settings: Settings = Settings()) -> Report:
+def run_report(directory: str | Path, settings: Settings | None = None) -> Report:
+    settings = settings or Settings()
     d = Path(directory)
     run = load_run(d)
     sections = [Section("summary", "Summary"), Section("timeline", "Timeline of the run"),
@@ -92,10 +91,7 @@ def run_report(directory: str | Path, settings: Settings = Settings()) -> Report
         timeline.html(note(why, "missing"))
         sweep_section.html(note(why, "missing"))
     else:
-        try:
-            reference, sweep = _replays(d, settings)
-        except (DimError, MachineError, ToolchainError) as e:
-            raise ReportError(str(e)) from None
+        reference, sweep = _replays(d, settings)
         simulated = settings.simulated_text("The replays below were", cores_text(settings.cores_per_rank,
                                                                                  "cores per rank"), sweep.policy)
         _timeline(timeline, reference, sweep)

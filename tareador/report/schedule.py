@@ -11,11 +11,11 @@ import numpy as np
 
 from tareador.analyses.speedup import Study, parallelism_profile
 from tareador.render.summary import format_seconds, machine_name, time_unit
-from tareador.replay.list_scheduler import Schedule
 from tareador.report import figures
 from tareador.report.bars import Bars, aggregate, share
 from tareador.report.html import note, table
 from tareador.report.page import Section
+from tareador.simulation.list_scheduler import Schedule
 from tareador.taskgraph.dag import Dag
 
 PROFILE_POINTS = 2_000  # beyond this many steps a profile is drawn as its highest value per bin (2 per pixel)

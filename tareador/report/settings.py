@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from tareador.replay.machine import Machine
+from tareador.simulation.machine import Machine
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ def partial_banner(summary: dict, what: str) -> str:
 
 def trace_summary(section: Section, trace: TaskTrace, result: WhatIf, simulated: str) -> None:
     s = trace.summary
-    main = sum(1 for t in trace.tasks if t.is_main)
+    main = sum(1 for t in trace.fragments if t.is_main)
     section.html(partial_banner(s, "trace"))
     section.html(definition_list([
         ("program", command_line(s), "command"),

@@ -84,9 +84,9 @@ def _strip_scripts(svg: str) -> str:
 
 
 def _instance_data(trace: TaskTrace, critical: list[int], rate: float, measured: dict[int, list[int]]) -> dict:
-    by_id = {t.id: t for t in trace.tasks}
+    by_id = {t.id: t for t in trace.fragments}
     parts = defaultdict(list)
-    for t in trace.tasks:
+    for t in trace.fragments:
         parts[t.instance].append(t.id)
     incoming, outgoing = defaultdict(list), defaultdict(list)
     for d in trace.deps:
@@ -103,7 +103,7 @@ def _instance_data(trace: TaskTrace, critical: list[int], rate: float, measured:
 
     on_path = set(critical)
     nodes = {}
-    for t in trace.tasks:
+    for t in trace.fragments:
         if t.is_main:
             continue
         fragments = parts[t.instance]
@@ -120,14 +120,14 @@ def _instance_data(trace: TaskTrace, critical: list[int], rate: float, measured:
                             "out": outs, "more_out": more_out}
     shown = [i for i in critical if not by_id[i].is_main]
     return {"nodes": nodes, "critical": [str(i) for i in shown],
-            "critical_edges": [f"{a}->{b}" for a, b in zip(shown, shown[1:])]}
+            "critical_edges": [f"{a}->{b}" for a, b in zip(shown, shown[1:], strict=False)]}
 
 
 def _type_data(trace: TaskTrace, critical: list[int]) -> dict:
     """Per task type node: its totals and the data it gets from and gives to other types."""
     node = type_nodes(trace)
-    kind = {t.id: (PROGRAM if t.is_main else t.name) for t in trace.tasks}
-    instance = {t.id: t.instance for t in trace.tasks}
+    kind = {t.id: (PROGRAM if t.is_main else t.name) for t in trace.fragments}
+    instance = {t.id: t.instance for t in trace.fragments}
     flows = defaultdict(lambda: [0, 0])
     for d in trace.deps:
         if d.kind == RAW and instance[d.src] != instance[d.dst]:
@@ -136,7 +136,7 @@ def _type_data(trace: TaskTrace, critical: list[int]) -> dict:
             flow[1] += d.bytes
     work = defaultdict(int)
     count = defaultdict(int)
-    for t in trace.tasks:
+    for t in trace.fragments:
         work[kind[t.id]] += t.instructions
         count[kind[t.id]] += t.is_main or t.starts_instance
     nodes = {}
@@ -150,5 +150,5 @@ def _type_data(trace: TaskTrace, critical: list[int]) -> dict:
                       "out": [[t, o, f"{f[1]:,}", f"{f[0]} RAW"] for t, o, f in outs[:LISTED]],
                       "more_out": max(len(outs) - LISTED, 0)}
     path_types = [node[kind[i]] for i in critical if kind[i] in node]
-    hops = [f"{a}->{b}" for a, b in zip(path_types, path_types[1:]) if a != b]
+    hops = [f"{a}->{b}" for a, b in zip(path_types, path_types[1:], strict=False) if a != b]
     return {"nodes": nodes, "critical": sorted(set(path_types)), "critical_edges": hops}

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tareador.analyses.speedup import study
 from tareador.analyses.whatif import type_names, whatif
+from tareador.errors import ReportError
 from tareador.render.graph import type_colours
 from tareador.report.document import Report
 from tareador.report.hints import hints_section
@@ -27,11 +28,8 @@ from tareador.taskgraph.dag import dag_from_trace
 from tareador.taskgraph.store import load_trace
 
 
-class ReportError(Exception):
-    """A directory a report cannot be made of (one line for the user)."""
-
-
-def trace_report(directory: str | Path, settings: Settings = Settings()) -> Report:
+def trace_report(directory: str | Path, settings: Settings | None = None) -> Report:
+    settings = settings or Settings()
     trace = load_trace(directory)
     dag = dag_from_trace(trace)
     if not dag.n:
