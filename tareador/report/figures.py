@@ -186,5 +186,5 @@ def curves(x: list[float], series: dict[str, list[float]], xlabel: str, ylabel: 
     for (label, values), colour in zip(series.items(), CURVE_COLOURS, strict=False):
         fig.line(x, values, color=colour, legend_label=label, line_width=1.5)
         fig.scatter(x, values, color=colour, size=6, legend_label=label)
-    fig.legend.location = "top_left"
+    fig.legend.location = "top_right"
     return fig
