@@ -17,6 +17,7 @@ import html
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 
@@ -171,6 +172,23 @@ def test_a_notebook_shows_the_same_page_and_figures(traced):
     assert {"timeline-timelines", "curves-scaling", "whatif-ranking", "objects-timeline"} <= set(report.figures)
     script, divs = components(report.figures["curves-scaling"])
     assert "<script" in script and divs
+
+
+def test_measured_durations_are_shown_and_simulated(traced, tmp_path):
+    """Once 'tareador time' timed the trace, the panel shows each fragment's measured nanoseconds
+    and --durations measured simulates them: the task types' table sums durations.csv."""
+    d = tmp_path / "timed.tareador"
+    shutil.copytree(traced[0], d)
+    assert tareador_cli("time", d, "--repeat", "1").returncode == 0
+    rows = [line.split(",") for line in (d / "durations.csv").read_text().splitlines()[1:]]
+    ns = {int(r[0]): int(r[1]) for r in rows}
+    adds = [int(line.split(",")[0]) for line in (d / "tasks.csv").read_text().splitlines()[1:] if ",add," in line]
+    made = tareador_cli("report", d, "--durations", "measured", "--cores", "2", "--factors", "2")
+    assert made.returncode == 0, made.stderr
+    assert "measured durations (ns)" in made.stdout
+    page = (d / "report.html").read_text()
+    assert f'["measured","{ns[adds[0]]:,} ns (' in page
+    assert f"<td>add</td><td class=\"num\">1</td><td class=\"num\">{ns[adds[0]]:,}</td>" in page
 
 
 def test_a_partial_trace_is_shown_as_partial_with_its_ending(program, tmp_path):

@@ -68,11 +68,12 @@ def settings_of(args):
     machine, cores, _ = machine_options(args)
     machine = with_ranks_per_node(machine, args.ranks_per_node)
     per_rank = core_list(args.cores) if args.cores is not None else default_cores_per_rank(machine, args.machine)
-    given = any(v is not None for v in (args.cores, args.policy, args.overhead, args.machine, args.ranks_per_node))
+    given = [args.cores, args.policy, args.overhead, args.machine, args.ranks_per_node, args.creation,
+             args.creation_cost, args.start_cost]
     return Settings(cores=tuple(cores), cores_per_rank=tuple(per_rank), policy=args.policy, machine=machine,
-                    machine_file=args.machine, overhead=args.overhead, factors=tuple(factor_list(args.factors)),
+                    machine_file=args.machine, durations=args.durations, factors=tuple(factor_list(args.factors)),
                     sizes=size_names(args.size), max_nodes=args.max_nodes, collapse=args.collapse,
-                    defaults=not given)
+                    defaults=all(v is None for v in given) and args.durations == "instructions")
 
 
 def run(args) -> int:
@@ -90,7 +91,10 @@ def run(args) -> int:
     out = output_path(args)
     settings = settings_of(args)
     mpi = is_run(d)
-    for option, given in (("--policy bf", args.policy == "bf"), ("--overhead", args.overhead is not None)):
+    single = (("--policy bf", args.policy == "bf"), ("--overhead", args.overhead is not None),
+              ("--creation", args.creation is not None), ("--creation-cost", args.creation_cost is not None),
+              ("--start-cost", args.start_cost is not None))
+    for option, given in single:
         if given and mpi:
             raise UserError(f"{option} does not apply to an MPI run ({d} replays its ompss.dim with the Dimemas "
                             "model); leave it out, or give one rank's directory (DIR/rank-N)")

@@ -22,8 +22,8 @@ from pathlib import Path
 def report(directory: str | Path, **settings):
     """The report of a trace directory or an MPI run directory, as a ``Report`` (``.save(path)``
     writes the page; a notebook displays it inline). ``settings`` are ``report.settings.Settings``'
-    fields (cores, cores_per_rank, policy, machine, overhead, factors, sizes, max_nodes, collapse);
-    ``machine`` may be a machine file's path."""
+    fields (cores, cores_per_rank, policy, machine, durations, factors, sizes, max_nodes, collapse);
+    ``machine`` may be a machine file's path or a bundled machine's name."""
     from tareador.report.settings import Settings
     from tareador.report.trace_report import trace_report
     from tareador.simulation.machine import load_machine

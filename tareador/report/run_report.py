@@ -29,11 +29,19 @@ from tareador.report.summary import command_line, run_summary
 from tareador.taskgraph.mpi import load_run
 
 
+def traces(settings: Settings) -> tuple[str, str]:
+    """The run's (MPI/OmpSs, authentic) Dimemas traces: on the instruction counter, or on each rank's
+    measured clock once 'tareador time' timed the run."""
+    suffix = "-measured" if settings.measured else ""
+    return f"ompss{suffix}.dim", f"authentic{suffix}.dim"
+
+
 def _replays(d: Path, settings: Settings) -> tuple[MpiStudy, MpiStudy]:
     """(the authentic run recorded, the MPI/OmpSs sweep recorded)."""
-    ompss, authentic = read_dim(d / "ompss.dim"), read_dim(d / "authentic.dim")
+    names = traces(settings)
+    ompss, authentic = (read_dim(d / name) for name in names)
     if len(ompss.threads) != len(authentic.threads):
-        raise ReportError(f"{d}: ompss.dim has {len(ompss.threads)} ranks, authentic.dim {len(authentic.threads)}: "
+        raise ReportError(f"{d}: {names[0]} has {len(ompss.threads)} ranks, {names[1]} {len(authentic.threads)}: "
                           f"run 'tareador postprocess {d}' again")
     machine = settings.machine
     if settings.machine_file is None:  # the ideal network, one rank per node
@@ -84,10 +92,11 @@ def run_report(directory: str | Path, settings: Settings | None = None) -> Repor
                 Section("sweep", "Cores per rank: the MPI/OmpSs run"), Section("patterns", "Communication patterns"),
                 Section("overlap", "Overlap")]
     summary, timeline, sweep_section, patterns, overlap = sections
-    missing = [n for n in ("ompss.dim", "authentic.dim") if not (d / n).is_file()]
+    missing = [n for n in traces(settings) if not (d / n).is_file()]
     simulated = None
     if missing:
-        why = f"No replay: {d} has no {' or '.join(missing)}: run 'tareador postprocess {d}' first."
+        remedy = f"tareador time {d}" if settings.measured else f"tareador postprocess {d}"
+        why = f"No replay: {d} has no {' or '.join(missing)}: run '{remedy}' first."
         timeline.html(note(why, "missing"))
         sweep_section.html(note(why, "missing"))
     else:

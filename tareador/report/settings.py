@@ -17,7 +17,7 @@ class Settings:
     policy: str | None = None  # None: the machine's if cp or fifo (MPI: any of its), else cp
     machine: Machine = field(default_factory=Machine)
     machine_file: str | None = None  # where ``machine`` came from, None: the default machine
-    overhead: int | None = None  # None: the machine's task_overhead
+    durations: str = "instructions"  # or "measured": the nanoseconds of 'tareador time' (durations.csv)
     factors: tuple[float, ...] = (2, 10, math.inf)
     sizes: dict[str, int] = field(default_factory=dict)  # tareador hints --size
     max_nodes: int = 300
@@ -32,19 +32,23 @@ class Settings:
     def run_policy(self) -> str:
         return self.policy or self.machine.policy or "cp"
 
-    def machine_text(self) -> str:
-        m = self.machine
-        where = f"machine {self.machine_file}" if self.machine_file else "the default machine"
-        return f"{where}: {m.rate:.4g} instructions per second"
+    @property
+    def measured(self) -> bool:
+        return self.durations == "measured"
 
-    def simulated_text(self, what: str, cores: str, policy: str, overhead: int | None = None) -> str:
-        """The sentence saying how the page's runs were simulated, and that it was for this page; an
-        ``overhead`` for a trace's list schedules, none for an MPI run's replays."""
+    def machine_text(self) -> str:
+        where = f"machine {self.machine_file}" if self.machine_file else "the default machine"
+        return f"{where}, " + ("measured durations (ns)" if self.measured else
+                               f"{self.machine.rate:.4g} instructions per second")
+
+    def simulated_text(self, what: str, cores: str, policy: str, runtime: str | None = None) -> str:
+        """The sentence saying how the page's runs were simulated, and that it was for this page;
+        ``runtime``: a trace's task runtime (creation model and costs), none for an MPI run's replays."""
         told = "the defaults" if self.defaults else "the options given"
-        extra = "" if overhead is None else f", runtime overhead {overhead} instructions per task"
-        options = "--overhead" if overhead is not None else "--ranks-per-node"
-        return (f"{what} simulated for this report with {told}: {cores}, policy {policy}, {self.machine_text()}"
-                f"{extra} (tareador report --cores, --policy, --machine, {options} change them).")
+        extra = f", {runtime}" if runtime else ""
+        options = "--durations, --creation, --overhead" if runtime else "--durations, --ranks-per-node"
+        return (f"{what} simulated for this report with {told}: {cores}, policy {policy}{extra}, "
+                f"{self.machine_text()} (tareador report --cores, --policy, --machine, {options} change them).")
 
 
 def cores_text(cores, unit: str = "cores") -> str:

@@ -56,8 +56,9 @@ def trace_summary(section: Section, trace: TaskTrace, result: WhatIf, simulated:
     section.html(warnings_list(list(s.get("warnings", []))))
     rows = [[t.name, number(t.instances), number(t.work), f"{100 * result.work_share(t):.1f}%",
              f"{100 * result.critical_share(t):.1f}%"] for t in result.types]
+    work = "instructions" if result.unit == "instructions" else "measured ns"
     section.html("<h3>Task types</h3>" + table(
-        ["task type", "instances", "instructions", "share of work", "share of the critical path"], rows))
+        ["task type", "instances", work, "share of work", "share of the critical path"], rows))
     section.html(note("Share of the critical path: the instructions of the type's fragments on one longest path "
                       "(the highlighted path of the graph) over T-inf. main (program) is the program's own code "
                       "between tasks."))

@@ -10,25 +10,25 @@ why instead.
 
 from __future__ import annotations
 
-import csv
 import re
 import shutil
 from collections import defaultdict
 from pathlib import Path
 
+from tareador.errors import DurationsError
 from tareador.render.graph import drawing, type_nodes
 from tareador.render.summary import format_seconds, human
 from tareador.report.html import note
 from tareador.report.page import Section
 from tareador.taskgraph.dag import Dag
+from tareador.taskgraph.durations import FILE as DURATIONS
+from tareador.taskgraph.durations import load_durations
 from tareador.taskgraph.model import PROGRAM, RAW, TaskTrace
 
 LISTED = 12  # dependencies listed per side in the panel; the rest are counted
-# ``tareador time`` writes each fragment's measured nanoseconds here: the median over its runs and their range.
-DURATIONS, DURATIONS_HEADER = "durations.csv", ["id", "ns", "min_ns", "max_ns"]
 
 
-def graph_section(section: Section, trace: TaskTrace, dag: Dag, path: list[int], rate: float, *,
+def graph_section(section: Section, trace: TaskTrace, dag: Dag, path: list[int], rate: float | None, *,
                   max_nodes: int, collapse: str) -> dict | None:
     """Adds the graph (or why there is none) to ``section``; returns the data page.js reads."""
     drawn = drawing(trace, collapse=collapse, max_nodes=max_nodes)
@@ -63,19 +63,16 @@ def graph_section(section: Section, trace: TaskTrace, dag: Dag, path: list[int],
 
 
 def measured_ns(directory: Path) -> tuple[dict[int, list[int]], str | None]:
-    """Fragment id -> [median, min, max] measured nanoseconds when the trace was timed, and why a
-    durations file present could not be used."""
-    path = directory / DURATIONS
-    if not path.is_file():
+    """Fragment id -> [median, min, max] measured nanoseconds when 'tareador time' timed the trace,
+    and why a durations file present could not be used."""
+    if not (directory / DURATIONS).is_file():
         return {}, None
     try:
-        with path.open(newline="", encoding="utf-8") as f:
-            rows = list(csv.reader(f))
-        if rows[:1] != [DURATIONS_HEADER]:
-            raise ValueError(f"header {rows[:1]} is not {','.join(DURATIONS_HEADER)}")
-        return {int(r[0]): [int(v) for v in r[1:4]] for r in rows[1:]}, None
-    except (OSError, UnicodeDecodeError, ValueError, IndexError) as e:
-        return {}, f"{path} not shown ({e}): run 'tareador time {directory}' again."
+        d = load_durations(directory)
+    except DurationsError as e:
+        return {}, f"Measured durations not shown: {e}"
+    return {i: [n, lo, hi] for i, n, lo, hi in zip(*(a.tolist() for a in (d.ids, d.ns, d.low, d.high)),
+                                                     strict=True)}, None
 
 
 def _strip_scripts(svg: str) -> str:
@@ -83,7 +80,8 @@ def _strip_scripts(svg: str) -> str:
     return re.sub(r"<script\b.*?</script>", "", svg, flags=re.S | re.I)
 
 
-def _instance_data(trace: TaskTrace, critical: list[int], rate: float, measured: dict[int, list[int]]) -> dict:
+def _instance_data(trace: TaskTrace, critical: list[int], rate: float | None,
+                   measured: dict[int, list[int]]) -> dict:
     by_id = {t.id: t for t in trace.fragments}
     parts = defaultdict(list)
     for t in trace.fragments:
@@ -109,11 +107,13 @@ def _instance_data(trace: TaskTrace, critical: list[int], rate: float, measured:
         fragments = parts[t.instance]
         facts = [["task type", t.name], ["instance", f"#{t.instance}" + (
                      f", fragment {fragments.index(t.id) + 1} of {len(fragments)}" if len(fragments) > 1 else "")],
-                 ["instructions", f"{t.instructions:,}"], ["time at the machine's rate", format_seconds(
-                     t.instructions / rate)], ["on the critical path", "yes" if t.id in on_path else "no"]]
+                 ["instructions", f"{t.instructions:,}"]]
+        if rate:
+            facts.append(["time at the machine's rate", format_seconds(t.instructions / rate)])
         if t.id in measured:
             ns, low, high = measured[t.id]
-            facts.insert(3, ["measured", f"{ns:,} ns ({low:,} .. {high:,})"])
+            facts.append(["measured", f"{ns:,} ns ({low:,} .. {high:,} over the runs)"])
+        facts.append(["on the critical path", "yes" if t.id in on_path else "no"])
         ins, more_in = listed(incoming[t.id], lambda d: d.src)
         outs, more_out = listed(outgoing[t.id], lambda d: d.dst)
         nodes[str(t.id)] = {"title": f"{t.name} #{t.id}", "facts": facts, "in": ins, "more_in": more_in,

@@ -24,7 +24,9 @@ from tareador.report.settings import Settings, cores_text
 from tareador.report.summary import command_line, trace_summary
 from tareador.report.task_graph import graph_section
 from tareador.report.whatif import whatif_section
+from tareador.simulation.machine import in_nanoseconds
 from tareador.taskgraph.dag import dag_from_trace
+from tareador.taskgraph.durations import measured_dag
 from tareador.taskgraph.store import load_trace
 
 
@@ -34,14 +36,18 @@ def trace_report(directory: str | Path, settings: Settings | None = None) -> Rep
     dag = dag_from_trace(trace)
     if not dag.n:
         raise ReportError(f"{directory} has no task instances to show")
-    machine, policy = settings.machine, settings.trace_policy
-    cores = list(settings.cores)
+    unit, machine = "instructions", settings.machine
+    if settings.measured:
+        unit, machine, dag = "ns", in_nanoseconds(machine), measured_dag(dag, directory)
+    policy, cores = settings.trace_policy, list(settings.cores)
     try:
-        result = study(dag, cores, policy, machine, settings.overhead)
-        ranking = whatif(dag, list(settings.factors), cores, policy, machine, settings.overhead)
+        result = study(dag, cores, policy, machine, unit=unit)
+        ranking = whatif(dag, list(settings.factors), cores, policy, machine, unit=unit)
     except ValueError as e:
         raise ReportError(f"{directory}: {e}") from None
-    simulated = settings.simulated_text("The runs below were", cores_text(cores), policy, result.overhead)
+    runtime = (f"{result.creation} creation, per task {result.overhead:,} {unit} to start and "
+               f"{result.creation_cost:,} {unit} to create")
+    simulated = settings.simulated_text("The runs below were", cores_text(cores), policy, runtime)
     types, colours = type_names(dag), type_colours(trace)
     sections = [Section("summary", "Summary"), Section("graph", "Task graph"),
                 Section("timeline", "Simulated timeline"), Section("curves", "Speedup, efficiency, parallelism"),
@@ -49,8 +55,8 @@ def trace_report(directory: str | Path, settings: Settings | None = None) -> Rep
                 Section("hints", "Hints: depend clauses and pragmas"), Section("objects", "Object usage")]
     summary, graph, timeline, curves, what, hints, objects = sections
     trace_summary(summary, trace, ranking, simulated)
-    graph_data = graph_section(graph, trace, dag, ranking.path, machine.rate, max_nodes=settings.max_nodes,
-                               collapse=settings.collapse)
+    graph_data = graph_section(graph, trace, dag, ranking.path, None if settings.measured else machine.rate,
+                               max_nodes=settings.max_nodes, collapse=settings.collapse)
     timeline_section(timeline, dag, result, types, colours)
     curves_section(curves, dag, result)
     whatif_section(what, ranking)
