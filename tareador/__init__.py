@@ -5,11 +5,13 @@ The package is a one-way pipeline, one subpackage per stage:
 the trace directory) -> ``formats`` (Dimemas, Paraver, Chrome files) -> ``synthesis`` (the
 authentic and artificial traces of a run) -> ``simulation`` (the list scheduler and the Dimemas
 engine on a machine) -> ``analyses`` (speedups, profiles, what-ifs) -> ``render`` (graphs and
-plots), with ``cli`` on top; ``errors`` holds what every stage may raise.
+plots) -> ``report`` (one HTML page of it all), with ``cli`` on top; ``errors`` holds what every
+stage may raise.
 """
 
 __version__ = "0.1.0"
 
+from tareador.report import report  # noqa: E402  (public API: tareador.report(dir); binds over the subpackage)
 from tareador.taskgraph.store import load  # noqa: E402  (public API: tareador.load(dir))
 
 
@@ -20,4 +22,4 @@ def hints(directory):
     return load_hints(directory)
 
 
-__all__ = ["load", "hints", "__version__"]
+__all__ = ["load", "hints", "report", "__version__"]

@@ -35,7 +35,7 @@ OWNED = ("tasks.csv", "deps.csv", "objects.csv", "summary.json", "graph.dot", "g
          "authentic.pcf", "whatif-*.png", "whatif.csv", "explore.csv", "explore.png", "mpi.csv", "comms.csv",
          "messages.csv", "patterns.npz", "patterns.csv", "patterns-*.png", "overlap-*.dim", "overlap.csv",
          "overlap.png", "accesses.csv", "calls.csv", "durations.csv", "timing.json", "models.csv", "models.png",
-         "*-measured.dim", "*-measured.pcf")
+         "*-measured.dim", "*-measured.pcf", "report.html")
 
 
 def write_table(path: Path, cls, rows) -> None:
@@ -51,7 +51,7 @@ def read_table(path: Path, cls, remedy: str | None = None) -> list:
     if not path.exists():
         remedy = remedy or f"run 'tareador trace -o {path.parent} -- ./prog' again"
         raise TraceDirError(f"{path} is missing: {remedy}")
-    converters = [int if fl.type == "int" else str for fl in fields(cls)]
+    converters = [{"int": int, "float": float}.get(fl.type, str) for fl in fields(cls)]
     names = [fl.name for fl in fields(cls)]
     rows = []
     with path.open(newline="", encoding="utf-8") as f:
