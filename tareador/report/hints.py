@@ -12,10 +12,6 @@ from tareador.render.hints import pragmas
 from tareador.report.html import note, table, text, warnings_list
 from tareador.report.page import Section
 
-# analyses.hints checks every pair of writers for an ordering path (its race warning): quadratic in the
-# instances, 25 s at 4,500 instances on this machine, minutes beyond. The page does not wait for it there.
-HINTS_LIMIT = 5_000
-
 
 def _range(r: tuple[int, int] | None) -> str:
     return f"[{r[0]:,}, {r[1]:,})" if r else "-"
@@ -26,12 +22,7 @@ def _pragma(element_id: str, line: str) -> str:
             f'<button class="copy" data-target="{element_id}">copy</button></div>')
 
 
-def hints_section(section: Section, directory: str | Path, sizes: dict[str, int], instances: int) -> None:
-    if instances > HINTS_LIMIT:
-        section.html(note(f"Not computed for the page: {instances:,} task instances are more than the "
-                          f"{HINTS_LIMIT:,} whose hints take seconds (the race check compares every pair of "
-                          f"writers); run 'tareador hints {directory}' on its own.", "missing"))
-        return
+def hints_section(section: Section, directory: str | Path, sizes: dict[str, int]) -> None:
     try:
         h = load_hints(directory)
     except TraceDirError as e:

@@ -60,7 +60,7 @@ def trace_report(directory: str | Path, settings: Settings | None = None) -> Rep
     timeline_section(timeline, dag, result, types, colours)
     curves_section(curves, dag, result)
     whatif_section(what, ranking)
-    hints_section(hints, directory, settings.sizes, trace.instances)
+    hints_section(hints, directory, settings.sizes)
     finite = [s for s in result.schedules if s.cores is not None]
     widest = max(finite, key=lambda s: s.cores) if finite else result.schedules[-1]
     objects_section(objects, trace, dag, widest, machine.rate, types, colours)
