@@ -27,7 +27,6 @@ from trace_overhead import output_discarded
 
 import tareador
 from tareador.simulation.list_scheduler import simulate
-from tareador.taskgraph.dag import dag_from_trace
 from tareador.tracing import toolchain
 from tareador.tracing.run import trace
 
@@ -54,7 +53,7 @@ def predicted(trace_dir: Path, policy: str) -> float:
 def pragma_prediction(trace_dir: Path) -> float:
     """The speedup on 2 cores (bf) of the task graph the generated pragmas give OpenMP."""
     trace = tareador.load(trace_dir)
-    dag = dag_from_trace(tareador.hints(trace_dir).pragma_trace(trace))
+    dag = tareador.hints(trace_dir).pragma_trace(trace).dag
     return dag.t1 / simulate(dag, 2, "bf").makespan
 
 

@@ -11,7 +11,6 @@ from tareador.formats.dimemas import read_dim, write_dim
 from tareador.simulation.dimemas_engine import replay
 from tareador.simulation.machine import Machine, load_machine, parse_cfg, parse_toml
 from tareador.synthesis.ompss import write_dim_traces
-from tareador.taskgraph.dag import dag_from_trace
 from tests.test_list_scheduler import fork_join
 
 TWO_RANKS = ["1:0:0:1.0\n2:0:0:1:1048576:1:0:0\n1:0:0:0.5\n", "1:1:0:0.0\n3:1:0:0:1048576:1:0:0\n1:1:0:1.0\n"]
@@ -167,7 +166,7 @@ def test_preempting_priorities_are_refused(tmp_path):
 
 def test_ompss_dim_replays_to_the_simulated_critical_path(tmp_path):
     trace = fork_join(width=5, work=1234)
-    write_dim_traces(dag_from_trace(trace), tmp_path, 1e9)
+    write_dim_traces(trace.dag, tmp_path, 1e9)
     ompss, authentic = read_dim(tmp_path / "ompss.dim"), read_dim(tmp_path / "authentic.dim")
     for policy in ("fifo", "cp"):
         assert replay(ompss, Machine(cores_per_node=64, policy=policy)).makespan == pytest.approx(trace.tinf / 1e9)

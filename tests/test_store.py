@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from tareador import load
+from tareador import load, text_columns
 from tareador.errors import TraceDirError
 from tareador.taskgraph.model import Dependency, Fragment, TaskTrace
-from tareador.taskgraph.store import save
+from tareador.taskgraph.store import load_dag, save
 
 
 def fork_join() -> TaskTrace:
@@ -34,6 +36,27 @@ def test_round_trip(tmp_path):
     assert back.fragments == t.fragments and back.deps == t.deps and back.summary == t.summary
 
 
+def test_names_csv_must_quote_round_trip(tmp_path):
+    """A marker's name may hold what CSV quotes: a comma, a quote, a line break."""
+    t = fork_join()
+    odd = 'b, "the second"\nline'
+    t.fragments[3] = replace(t.fragments[3], name=odd)
+    t.deps[1] = replace(t.deps[1], object="y, z")
+    save(t, tmp_path / "d")
+    back = load(tmp_path / "d")
+    assert back.fragments == t.fragments and back.deps == t.deps
+    assert load_dag(tmp_path / "d").names == ["main", "a", "main", odd, "main"]
+
+
+def test_saved_traces_are_read_in_bulk(tmp_path, monkeypatch):
+    """What save() writes (CRLF line ends, no quotes) takes the bulk path: on the tree before
+    one loader, every trace went to the per-row reader because of the carriage returns."""
+    save(fork_join(), tmp_path / "d")
+    monkeypatch.setattr(text_columns, "_quoted_columns", None)  # calling it would fail
+    assert load_dag(tmp_path / "d").n == 5
+    assert load(tmp_path / "d").tinf == 33
+
+
 def test_truncated_and_corrupt_files_are_named(tmp_path):
     save(fork_join(), tmp_path / "d")
     deps = tmp_path / "d" / "deps.csv"
@@ -56,6 +79,11 @@ CORRUPTIONS = {
     "instance": ("tasks.csv", "3,b,3,2", "3,b,1,2", r"tasks.csv:5: task 3 names instance 1"),
     "array summary": ("summary.json", None, "[1, 2]", r"summary.json is not a JSON object"),
     "not utf-8": ("tasks.csv", "1,a,1", "1,\xff\xfe,1", r"tasks.csv:3: not UTF-8"),
+    "repeated id": ("tasks.csv", "3,b,3,2", "1,b,3,2", r"tasks.csv:5: task 1 appears twice \(also line 3\)"),
+    "parent": ("tasks.csv", "3,b,3,2", "3,b,3,9", r"tasks.csv:5: task 3 names parent 9, which is not in the file"),
+    "bytes": ("deps.csv", "3,4,RAW,y,8", "3,4,RAW,y,-8", r"deps.csv:3: negative byte count -8"),
+    "extra field": ("tasks.csv", "3,b,3,2,12,42,30", "3,b,3,2,12,42,30,7", r"tasks.csv:5: malformed row \["),
+    "not a number": ("deps.csv", "3,4,RAW,y,8", "3,4,RAW,y,8x", r"deps.csv:3: malformed row \['3', '4', 'RAW', 'y', '8x'\]"),
 }
 
 

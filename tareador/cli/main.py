@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 
-from tareador import __version__
+from tareador.version import __version__
 from tareador.errors import TareadorError
 from tareador.stopping import Stopped, stop_signals
 

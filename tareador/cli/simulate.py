@@ -110,8 +110,7 @@ def load_machine_arg(path: str | None):
 def run(args) -> int:
     from tareador.analyses.speedup import study
     from tareador.cli import simulate_mpi
-    from tareador.taskgraph.dag import load_dag
-    from tareador.taskgraph.store import is_run
+    from tareador.taskgraph.store import is_run, load_dag
 
     if is_run(Path(args.trace_dir)):
         return simulate_mpi.run(args)

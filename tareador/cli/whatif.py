@@ -49,7 +49,7 @@ def factor_list(text: str) -> list[float]:
 
 def run(args) -> int:
     from tareador.analyses.whatif import label, type_names, whatif
-    from tareador.taskgraph.dag import load_dag
+    from tareador.taskgraph.store import load_dag
 
     factors = factor_list(args.factors)
     machine, cores, policy = machine_options(args)

@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from tareador import __version__
+from tareador.version import __version__
 from tareador.errors import AnnotationError, FunctionError, TracingError
 from tareador.taskgraph.model import TaskTrace
 from tareador.taskgraph.patterns import save_rank_patterns
