@@ -205,11 +205,15 @@ def bypass_edges(dag: Dag, kept: np.ndarray) -> list[tuple[int, int]]:
     offsets, succ = successors(dag)
     keep = kept.tolist()
     through = [0] * dag.n  # of a fragment not kept: the kept ones it reaches through others not kept
+    waiting = indegrees(dag)  # ... dropped once its last predecessor took it: main's chain reaches everything
     edges = []
     for i in reversed(topological_order(dag, (offsets, succ))):
         ahead = 0
         for j in succ[offsets[i]:offsets[i + 1]]:
             ahead |= 1 << j if keep[j] else through[j]
+            waiting[j] -= 1
+            if not waiting[j]:
+                through[j] = 0
         if keep[i]:
             edges += [(i, j) for j in _bits(ahead)]
         else:
