@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tareador.taskgraph.dag import Dag, bottom_levels, durations, successors
+from tareador.taskgraph.dag import Dag, DependencyCycle, bottom_levels, durations, indegrees, successors
 
 POLICIES = ("cp", "fifo", "bf")
 
@@ -67,7 +67,7 @@ def simulate(dag: Dag, cores: int | None, policy: str = "cp", overhead: int = 0,
     else:
         key = list(range(n))
     dur = duration.tolist()
-    indegree = np.bincount(dag.dst, minlength=n).tolist()
+    indegree = indegrees(dag)
     start = [0] * n
     finish = [0] * n
     core = [0] * n
@@ -113,7 +113,7 @@ def simulate(dag: Dag, cores: int | None, policy: str = "cp", overhead: int = 0,
             progress(done - reported)
             reported = done
     if done != n:
-        raise ValueError("dependency cycle between task instances: the trace is inconsistent")
+        raise DependencyCycle()
     if progress is not None and done > reported:
         progress(done - reported)
     return Schedule(cores=cores, policy=policy, start=np.array(start, np.int64), finish=np.array(finish, np.int64),
