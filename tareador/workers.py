@@ -16,14 +16,25 @@ import os
 import signal
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 
-from tareador.tracing.mpi_launch import rank as launcher_rank
-
 Starmap = Callable[[Callable, Sequence[tuple]], list]
+# Where each launcher tells a process its number in MPI_COMM_WORLD: Open MPI's mpiexec; MPICH's
+# (Hydra) with its default PMI_FD; Hydra with `-pmi-port`. And how many it started.
+RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMI_ID")
 SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")  # Open MPI's mpiexec; MPICH's Hydra, Slurm's PMI
+
+
+def launch_rank(environ: Mapping[str, str] | None = None) -> int | None:
+    """The rank a launcher gave this process, None outside a launcher. Read from the environment
+    because a tracer must not call MPI_Init itself: it would take the traced rank's place."""
+    environ = os.environ if environ is None else environ
+    for name in RANK_VARIABLES:
+        if environ.get(name, "").isdigit():
+            return int(environ[name])
+    return None
 
 
 def launch_size() -> int:
@@ -52,7 +63,7 @@ def rank_pool(jobs: int | None = None) -> Iterator[Starmap | None]:
             finally:
                 comm.bcast(None, root=0)
             return
-        if launcher_rank():
+        if launch_rank():
             yield None
             return
     with _process_pool(jobs) as starmap:
@@ -100,7 +111,7 @@ def _world(size: int):
             return MPI.COMM_WORLD
         why = (f"mpi4py's MPI ({MPI.Get_library_version().split(',')[0].strip()}) is not the launcher's: each "
                "process is alone in its MPI_COMM_WORLD")
-    if not launcher_rank():
+    if not launch_rank():
         print(f"tareador: launched as {size} MPI processes, but {why}; process 0 does all the work (install mpi4py "
               "for the launcher's MPI: make deps)", file=sys.stderr)
     return None

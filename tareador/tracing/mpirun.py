@@ -33,7 +33,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from tareador.tracing.mpi_launch import MPI, rank
+from tareador.tracing.mpi_launch import MPI
+from tareador.workers import launch_rank
 
 TRACER = ("-m", "tareador", "trace", "--mpi", "--no-progress")
 GRACE = 30.0  # seconds tracers get to write their partial traces once told to stop
@@ -188,7 +189,7 @@ def _tracer_rank(pid: int) -> int | None:
             environ = dict(v.decode(errors="replace").partition("=")[::2] for v in f.read().split(b"\0") if v)
     except OSError:
         return None
-    return rank(environ)
+    return launch_rank(environ)
 
 
 def _signal(pid: int, sig: int) -> None:

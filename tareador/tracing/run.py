@@ -16,14 +16,15 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from tareador.version import __version__
 from tareador.errors import AnnotationError, FunctionError, TracingError
 from tareador.taskgraph.model import TaskTrace
 from tareador.taskgraph.patterns import save_rank_patterns
 from tareador.taskgraph.store import save, save_accesses, save_mpi
-from tareador.tracing import decode, mpi_launch
+from tareador.tracing import decode
 from tareador.tracing.driver import check_program, run_agent
 from tareador.tracing.functions import TaskFunction, program_functions, resolve
+from tareador.version import __version__
+from tareador.workers import launch_rank
 
 ANNOTATION_ERRORS = {
     1: "tareador_end_task(\"{name}\") without a matching tareador_start_task",
@@ -227,7 +228,6 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     objects = decode.object_names(meta, objects_raw)
     tasks = decode.task_rows(meta, tasks_raw)
     deps = decode.dependency_rows(edges_raw, objects)
-    ending, partial, ended_by = _ending(meta)
     warnings = list(meta["warnings"])
     markers = meta["markers"]
     if explore:
@@ -237,9 +237,9 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     scope = _scope_warning(markers[0], bool(tasks), functions, explore)
     if scope:
         warnings.append(scope)
-    problem = _annotation_problem(meta, partial)
+    problem = _annotation_problem(meta, _ending(meta)[1])
     mpi_meta = meta["mpi"]
-    rank = mpi_meta["rank"] if mpi_meta and mpi_meta["rank"] >= 0 else (mpi_launch.rank() or 0)
+    rank = mpi_meta["rank"] if mpi_meta and mpi_meta["rank"] >= 0 else (launch_rank() or 0)
     if mpi:
         out_dir = Path(out_dir) / f"rank-{rank}"
     calls, comms = decode.mpi_tables(meta, result.data, objects, rank) if mpi_meta else ([], [])
@@ -249,7 +249,30 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
         warnings.append(f"{meta['patterns']['dropped']} message buffer(s) beyond the patterns' tables were not "
                         "recorded: tareador patterns and overlap leave those messages out")
     trace = TaskTrace(tasks, deps, objects, {}, str(out_dir))
-    trace.summary = {
+    trace.summary = _summary(argv, meta, trace, problem, warnings, started)
+    if explore:
+        trace.summary["explore_candidates"] = [f.name for f in functions]
+    if mpi or mpi_meta:
+        trace.summary.update(_mpi_summary(mpi_meta, rank, calls))
+    save(trace, out_dir)
+    save_accesses(out_dir, *decode.access_rows(meta, result.data, objects))
+    if mpi or mpi_meta:
+        save_mpi(out_dir, calls, comms)
+    recorded = decode.pattern_tables(meta, result.data)
+    if recorded is not None:
+        save_rank_patterns(out_dir, *recorded, end=meta["instructions"])
+    if problem:
+        raise AnnotationError(problem, str(out_dir))
+    return trace
+
+
+def _summary(argv: list[str], meta: dict, trace: TaskTrace, problem: str | None, warnings: list[str],
+             started: float) -> dict:
+    """summary.json of a traced process: the run, how it ended, its graph's figures (no T∞ when
+    the markers are unbalanced: the graph is not the program's), the warnings."""
+    ending, partial, ended_by = _ending(meta)
+    tasks = trace.fragments
+    return {
         "program": argv[0],
         "arguments": list(argv[1:]),
         "ending": ending,
@@ -271,17 +294,3 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
         "tracing_seconds": round(time.monotonic() - started, 3),
         "tool_version": __version__,
     }
-    if explore:
-        trace.summary["explore_candidates"] = [f.name for f in functions]
-    if mpi or mpi_meta:
-        trace.summary.update(_mpi_summary(mpi_meta, rank, calls))
-    save(trace, out_dir)
-    save_accesses(out_dir, *decode.access_rows(meta, result.data, objects))
-    if mpi or mpi_meta:
-        save_mpi(out_dir, calls, comms)
-    recorded = decode.pattern_tables(meta, result.data)
-    if recorded is not None:
-        save_rank_patterns(out_dir, *recorded, end=meta["instructions"])
-    if problem:
-        raise AnnotationError(problem, str(out_dir))
-    return trace
