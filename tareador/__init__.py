@@ -5,8 +5,9 @@ The package is a one-way pipeline, one subpackage per stage:
 the trace directory) -> ``formats`` (Dimemas, Paraver, Chrome files) -> ``synthesis`` (the
 authentic and artificial traces of a run) -> ``simulation`` (the list scheduler and the Dimemas
 engine on a machine) -> ``analyses`` (speedups, profiles, what-ifs) -> ``render`` (graphs and
-plots), with ``cli`` on top; ``errors`` holds what every stage may raise. This module is the
-API of a notebook: ``tareador.load(dir)``, ``tareador.hints(dir)``.
+plots), with ``cli`` on top; ``errors`` holds what every stage may raise. Imports go one way
+too, ``taskgraph`` (the model every stage shares) below ``tracing``: README, How it works. This
+module is the API of a notebook: ``tareador.load(dir)``, ``tareador.hints(dir)``.
 """
 
 from __future__ import annotations

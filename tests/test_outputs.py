@@ -151,7 +151,7 @@ def test_sigterm_midway_is_a_stop_like_ctrl_c(tmp_path, capsys, monkeypatch):
     default action would kill Python before the cleanup ran)."""
     import signal
 
-    from tareador.analyses import speedup
+    from tareador.cli import simulate
     from tareador.files import output_file
     from tareador.taskgraph.store import save
     from tests.test_list_scheduler import fork_join
@@ -165,7 +165,7 @@ def test_sigterm_midway_is_a_stop_like_ctrl_c(tmp_path, capsys, monkeypatch):
             f.write("never written")
         raise AssertionError("SIGTERM did not stop the command")
 
-    monkeypatch.setattr(speedup, "study", study_then_sigterm)
+    monkeypatch.setattr(simulate, "study", study_then_sigterm)
     assert main(["simulate", str(trace_dir), "--cores", "2"]) == 128 + signal.SIGTERM
     assert capsys.readouterr().err == "tareador: stopped by SIGTERM\n"
     assert not any(p.name.endswith(".tmp") or p.name == "speedup.csv" for p in trace_dir.iterdir())

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import argparse
 import csv
+import shlex
 import signal
 from pathlib import Path
 
+from tareador.analyses.explore import explore
+from tareador.cli.options import core_list
 from tareador.cli.simulate import add_machine_options, machine_options
+from tareador.cli.trace import function_names
 from tareador.errors import UserError
+from tareador.files import output_file
+from tareador.render.plots import plot_explore
+from tareador.render.summary import format_seconds, human, machine_name
+from tareador.stopping import Stopped
+from tareador.taskgraph.store import load_trace
+from tareador.tracing.run import trace
 
 DEFAULT_CORES = 4
 
@@ -51,8 +61,6 @@ def weight_list(text: str) -> tuple[float, float, float]:
 
 
 def _cores(args, machine) -> int | None:
-    from tareador.cli.simulate import core_list
-
     if args.cores is None:
         return machine.nodes * machine.cores_per_node if args.machine else DEFAULT_CORES
     cores = core_list(args.cores)
@@ -65,10 +73,6 @@ def _record(args, argv: list[str]) -> Path:
     """Trace the program once, every candidate a task; the trace directory. A partial recording
     is not explored: its search would be of a run cut short; stopped by a signal to tareador
     (Ctrl-C, SIGTERM), the command ends as stopped (130, 143)."""
-    from tareador.cli.trace import function_names
-    from tareador.stopping import Stopped
-    from tareador.tracing.run import trace
-
     out = Path(args.output or f"{argv[0].rstrip('/').split('/')[-1]}.explore")
     summary = trace(argv, out, progress=not args.no_progress, task_functions=function_names(args.candidates),
                     explore=True).summary
@@ -80,10 +84,6 @@ def _record(args, argv: list[str]) -> Path:
 
 
 def run(args) -> int:
-    from tareador.analyses.explore import explore
-    from tareador.render.plots import plot_explore
-    from tareador.taskgraph.store import load_trace
-
     target = args.target
     if target[:1] != ["--"] and len(target) >= 1 and Path(target[0]).is_dir():
         args.parser.parse_args(target[1:], namespace=args)  # options after DIR
@@ -118,7 +118,6 @@ def run(args) -> int:
         raise UserError(f"{directory}: {e}") from None
     out.mkdir(parents=True, exist_ok=True)
     written = [_write_csv(out / "explore.csv", result), plot_explore(result, out / "explore.png")]
-    import shlex
 
     command = argv or [finest.summary.get("program", "./prog"), *finest.summary.get("arguments", [])]
     # Only a recording's tasks are functions; another trace's are its markers' names.
@@ -130,8 +129,6 @@ def run(args) -> int:
 
 def format_exploration(result, program: str | None) -> str:
     """The steps as a table and the best; program: the command line of a recording, None for another trace."""
-    from tareador.render.summary import format_seconds, human, machine_name
-
     lines = [f"{len(result.candidates)} candidate task types called in the analysed region; "
              f"target {machine_name(result.cores)}, policy {result.policy}, weights (length, dependencies, concurrency) = "
              f"{', '.join(f'{w:g}' for w in result.weights)}",
@@ -153,8 +150,6 @@ def format_exploration(result, program: str | None) -> str:
 
 
 def _write_csv(path: Path, result) -> Path:
-    from tareador.files import output_file
-
     with output_file(path, newline="") as f:
         w = csv.writer(f)
         w.writerow(["step", "tasks", "instances", "t1", "tinf", "parallelism", "time", "speedup", "broken",

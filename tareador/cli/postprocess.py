@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from tareador.cli.patterns import write_run_patterns
 from tareador.errors import UserError
+from tareador.formats.paraver import task_type_values
+from tareador.render.summary import format_run_summary
+from tareador.synthesis.mpi_authentic import by_rank, call_records, communicators, write_mpi_authentic
+from tareador.synthesis.mpi_ompss import rank_threads, write_mpi_ompss
+from tareador.taskgraph.mpi import build_run
+from tareador.workers import rank_pool
 
 
 def register(subparsers) -> None:
@@ -34,9 +41,6 @@ def add_collectives_option(p) -> None:
 
 
 def run(args) -> int:
-    from tareador.render.summary import format_run_summary
-    from tareador.workers import rank_pool
-
     if args.jobs is not None and args.jobs < 1:
         raise UserError(f"--jobs must be at least 1, not {args.jobs}")
     with rank_pool(args.jobs) as starmap:
@@ -52,15 +56,8 @@ def postprocess(directory: str | Path, ending: str | None = None, collectives: s
     written as ``collectives`` (synthesis/mpi_authentic.py); returns the MpiRun. ``starmap`` runs the
     per-rank work (tareador.workers.rank_pool; default: a process pool)."""
     if starmap is None:
-        from tareador.workers import rank_pool
-
         with rank_pool() as starmap:
             return postprocess(directory, ending, collectives, starmap)
-    from tareador.cli.patterns import write_run_patterns
-    from tareador.formats.paraver import task_type_values
-    from tareador.synthesis.mpi_authentic import by_rank, call_records, communicators, write_mpi_authentic
-    from tareador.synthesis.mpi_ompss import rank_threads, write_mpi_ompss
-    from tareador.taskgraph.mpi import build_run
 
     d = Path(directory)
     result = build_run(d, ending, starmap)

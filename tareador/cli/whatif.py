@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 from pathlib import Path
 
-from tareador.cli.simulate import add_machine_options, machine_options, progress_bar
+from tareador.analyses.whatif import label, ratio, type_names, whatif
+from tareador.cli.options import progress_bar
+from tareador.cli.simulate import add_machine_options, machine_options
 from tareador.errors import UserError
+from tareador.files import output_file, printable
+from tareador.render.plots import plot_whatif
+from tareador.render.summary import LABEL, machine_name
+from tareador.render.summary import format_seconds as seconds
+from tareador.taskgraph.store import load_dag
 
 
 def register(subparsers) -> None:
@@ -48,9 +56,6 @@ def factor_list(text: str) -> list[float]:
 
 
 def run(args) -> int:
-    from tareador.analyses.whatif import label, type_names, whatif
-    from tareador.taskgraph.store import load_dag
-
     factors = factor_list(args.factors)
     machine, cores, policy = machine_options(args)
     try:
@@ -67,8 +72,6 @@ def run(args) -> int:
     if args.plot or args.csv:
         out.mkdir(parents=True, exist_ok=True)
     if args.plot:
-        from tareador.render.plots import plot_whatif
-
         written += [plot_whatif(result, c, out / f"whatif-{label(c)}.png") for c in result.cores]
     if args.csv:
         written.append(_write_csv(out / "whatif.csv", result))
@@ -82,11 +85,6 @@ def run(args) -> int:
 
 
 def format_whatif(result) -> str:
-    from tareador.analyses.whatif import ratio
-    from tareador.files import printable
-    from tareador.render.summary import LABEL, machine_name
-    from tareador.render.summary import format_seconds as seconds
-
     lines = [f"{'T1 (sequential)':<{LABEL}}{seconds(result.t1 / result.rate)}",
              f"{'T-inf (crit.path)':<{LABEL}}{seconds(result.tinf / result.rate)}",
              f"policy {result.policy}, runtime overhead {result.overhead} instructions per task, "
@@ -117,10 +115,6 @@ def _percent(benefit: float) -> str:
 
 
 def _write_csv(path: Path, result) -> Path:
-    import csv
-
-    from tareador.files import output_file
-
     rows = result.rows()
     with output_file(path, newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
