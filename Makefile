@@ -14,14 +14,14 @@ apt_install = missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missi
 	if [ -n "$$missing" ]; then echo "installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(2) $$missing >/dev/null; fi
 
-.PHONY: deps demo test examples benchmark clean
+.PHONY: deps demo test docs examples benchmark clean
 
 # mpi4py's binary wheel runs with Debian's Open MPI (not with Debian's MPICH: README, MPI). It is
 # optional (its tests skip without it): no wheel for this Python is a note, not a 4-minute build.
 deps:
 	@$(call apt_install,$(DEBIAN_PACKAGES),)
 	@$(call apt_install,$(MPI_PACKAGES),--no-install-recommends)
-	@$(PYTHON) -c "import tareador, frida, pytest" 2>/dev/null || $(PIP) -e ".[test]"
+	@$(PYTHON) -c "import tareador, frida, pytest, build, mkdocs, material" 2>/dev/null || $(PIP) -e ".[test]"
 	@$(PYTHON) -c "import mpi4py" 2>/dev/null || $(PIP) --only-binary=mpi4py "mpi4py>=4.1" || \
 	  echo "make deps: mpi4py (optional) not installed: no binary wheel for $$($(PYTHON) -V) could be fetched"
 
@@ -34,14 +34,18 @@ demo: examples
 	tareador simulate $(DEMO) --cores 1,2,4,8,16,inf --plot --prv --chrome --csv --dim
 	tareador whatif $(DEMO) --factors 2,inf --cores 1,4,16,inf --plot
 	tareador mpirun -np 2 -o out/jacobi.tareador -- examples/bin/mpich/jacobi
-	tareador simulate out/jacobi.tareador --machine examples/machines/cluster.toml --plot
+	tareador simulate out/jacobi.tareador --machine cluster --plot
 	tareador mpirun -np 2 -o $(OVERLAP_DEMO) -- examples/bin/mpich/patterns 256 200 3 copy late
 	tareador patterns $(OVERLAP_DEMO)
-	tareador overlap $(OVERLAP_DEMO) --machine examples/machines/cluster.toml --bandwidth 1,2,4,8,16,32,100,1000
+	tareador overlap $(OVERLAP_DEMO) --machine cluster --bandwidth 1,2,4,8,16,32,100,1000
 	tareador hints $(DEMO) --size TS=32
 
 test: deps
 	$(PYTHON) -m pytest -q
+
+# The documentation site (docs/, mkdocs.yml) into site/, warnings as errors.
+docs: deps
+	$(PYTHON) -m mkdocs build --strict -d site
 
 benchmark: deps
 	$(PYTHON) benchmarks/trace_overhead.py
@@ -53,4 +57,4 @@ benchmark: deps
 
 clean:
 	$(MAKE) -C examples clean
-	rm -rf out benchmarks/out
+	rm -rf out benchmarks/out site

@@ -18,7 +18,7 @@ class UserError(TareadorError):
 
 
 class ToolchainError(TareadorError):
-    """The C compiler is missing or failed on tareador's own sources."""
+    """A tool tareador runs is missing (C compiler, Graphviz) or failed on tareador's own sources."""
 
 
 class TracingError(TareadorError):

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from tareador.errors import ToolchainError
+from tareador.system_packages import how_to_install
 
 
 def cache_root() -> Path:
@@ -33,7 +34,7 @@ def data_root() -> Path:
 def compiler() -> str:
     cc = os.environ.get("CC", "cc")
     if shutil.which(cc) is None:
-        raise ToolchainError(f"C compiler '{cc}' not found: install gcc (make deps) or set CC")
+        raise ToolchainError(f"C compiler '{cc}' not found: {how_to_install('a C compiler')}; or set CC")
     return cc
 
 

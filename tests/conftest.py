@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tareador.cli import main as cli
 from tareador.tracing import toolchain
-
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples"
+from tests.helpers import EXAMPLES, MPI_EXAMPLES, require
 
 
 @pytest.fixture(scope="session")
@@ -37,20 +36,6 @@ def compile_c(tmp_path_factory):
     return build
 
 
-def write_c(tmp_path: Path, name: str, code: str) -> Path:
-    path = tmp_path / f"{name}.c"
-    path.write_text(code)
-    return path
-
-
-MPI_EXAMPLES = ["jacobi", "wavefront", "ring", "cg"]
-
-
-def require(mpi):
-    if not mpi.installed():
-        pytest.skip(f"{mpi.name} is not installed ({mpi.mpicc} or {mpi.mpiexec} not on PATH); `make deps` installs it")
-
-
 @pytest.fixture(scope="session")
 def mpi_examples(tmp_path_factory):
     """mpi_examples(mpi) -> the directory examples/Makefile built the MPI examples into, for that MPI."""
@@ -67,3 +52,14 @@ def mpi_examples(tmp_path_factory):
         return done[mpi.name]
 
     return build
+
+
+@pytest.fixture
+def tareador(capsys):
+    """Run the console script in-process: (exit status, stdout, stderr)."""
+    def run(*argv):
+        status = cli.main([str(a) for a in argv])
+        out = capsys.readouterr()
+        return status, out.out, out.err
+
+    return run

@@ -16,9 +16,9 @@ import termios
 
 import pytest
 
-from conftest import ROOT, write_c
 from tareador import load
 from tareador.cli.main import SUBCOMMANDS, build_parser, main
+from tests.helpers import ROOT, write_c
 
 ECHO = r"""
 #include <stdio.h>

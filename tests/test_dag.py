@@ -17,7 +17,7 @@ from tareador.taskgraph.dag import (
     topological_order,
     transitive_reduction,
 )
-from tests.test_list_scheduler import make, random_trace
+from tests.helpers import make, random_trace
 
 
 def graph_of(dag) -> nx.DiGraph:

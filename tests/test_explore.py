@@ -7,13 +7,12 @@ import subprocess
 import sys
 
 import pytest
-from conftest import EXAMPLES, write_c
-from test_trace_functions import strip_task_markers
 
 from tareador.analyses.explore import explore
 from tareador.simulation.machine import Machine
 from tareador.taskgraph.decompose import merge, task_tree
 from tareador.tracing.run import trace
+from tests.helpers import EXAMPLES, strip_task_markers, write_c
 
 # Three independent heavy functions (disjoint arrays, identical loops) called from one coarse one.
 THREE = """

@@ -13,8 +13,7 @@ from tareador.formats.paraver import schedule_run, write_paraver
 from tareador.simulation.dimemas_engine import replay
 from tareador.simulation.list_scheduler import simulate
 from tareador.simulation.machine import Machine
-from tests.test_list_scheduler import fork_join, make
-from tests.test_replay_dimemas import THREE_THREADS, TWO_RANKS
+from tests.helpers import THREE_THREADS, TWO_RANKS, fork_join, make
 
 FIELDS = {"1": 8, "2": 8, "3": 15}
 

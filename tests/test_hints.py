@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from conftest import EXAMPLES, write_c
 from tareador import hints as load_hints
 from tareador.render.hints import pragmas
 from tareador.tracing.run import trace
+from tests.helpers import EXAMPLES, write_c
 
 TILE = 16 * 16 * 8  # bytes of one TS = 16 tile of doubles
 

@@ -11,19 +11,9 @@ from tareador.analyses.speedup import parallelism_profile, study, utilisation
 from tareador.errors import TraceDirError
 from tareador.simulation.list_scheduler import simulate
 from tareador.simulation.machine import Machine
-from tareador.taskgraph.model import DataObject, Dependency, Fragment, TaskTrace
+from tareador.taskgraph.model import Dependency, Fragment, TaskTrace
 from tareador.taskgraph.store import load_dag, save
-
-
-def make(rows: list[tuple[str, int, int]], raw: list[tuple[int, int]], war: list[tuple[int, int]] = ()) -> TaskTrace:
-    """rows: (name, parent id, instructions) in creation order; ids are row numbers; parent -1 rows
-    are main's fragments, every other row a whole task instance."""
-    tasks, clock = [], 0
-    for i, (name, parent, n) in enumerate(rows):
-        tasks.append(Fragment(i, name, 0 if parent < 0 else i, parent, clock, clock + n, n))
-        clock += n
-    deps = [Dependency(s, d, "RAW", "x", 8) for s, d in raw] + [Dependency(s, d, "WAR", "x", 8) for s, d in war]
-    return TaskTrace(tasks, deps, [DataObject(0, "x", "heap", 4096, 64, "t.c:1")], {"instances": len(rows)})
+from tests.helpers import fork_join, make, random_trace
 
 
 def precedence(trace: TaskTrace) -> set[tuple[int, int]]:
@@ -39,11 +29,6 @@ def precedence(trace: TaskTrace) -> set[tuple[int, int]]:
             edges.add((t.parent, t.id))
         last_fragment[t.instance] = t.id
     return edges
-
-
-def fork_join(width: int = 4, work: int = 10) -> TaskTrace:
-    rows = [("main", -1, 0)] + [("leaf", 0, work)] * width + [("main", -1, 0)]
-    return make(rows, [(i, width + 1) for i in range(1, width + 1)])
 
 
 def makespans(trace: TaskTrace, cores, policy="cp", overhead=0) -> list[int]:
@@ -166,23 +151,6 @@ def test_critical_path_first_beats_fifo_by_five():
     fifo, cp = simulate(dag, 2, "fifo"), simulate(dag, 2, "cp")
     assert fifo.makespan == 17 and cp.makespan == 12 == t.tinf
     assert fifo.start.tolist() == [0, 1, 1, 6, 7] and cp.start.tolist() == [0, 1, 6, 1, 2]
-
-
-def random_trace(rng: random.Random, n: int) -> TaskTrace:
-    """Main fragments creating tasks, nested tasks, random RAW edges forward in creation order."""
-    rows = []
-    last_main = -1
-    for i in range(n):
-        r = rng.random()
-        if i == 0 or r < 0.15:
-            rows.append(("main", -1, rng.randint(0, 20)))
-            last_main = i
-        elif r < 0.3:
-            rows.append(("nested", rng.randrange(i), rng.randint(0, 50)))
-        else:
-            rows.append(("task", last_main, rng.randint(0, 50)))
-    raw = [tuple(sorted(rng.sample(range(n), 2))) for _ in range(2 * n)]
-    return make(rows, raw)
 
 
 @pytest.mark.parametrize("seed", range(25))

@@ -10,10 +10,10 @@ import subprocess
 import sys
 
 import pytest
-from conftest import EXAMPLES, MPI_EXAMPLES, require
 
 from tareador.tracing.mpi_launch import MPICH, MPIS, OPEN_MPI
 from tareador.workers import launch_rank
+from tests.helpers import EXAMPLES, MPI_EXAMPLES, require
 
 
 @pytest.mark.parametrize("ranks", [2, 4])

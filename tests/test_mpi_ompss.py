@@ -8,11 +8,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections import Counter
 from dataclasses import replace
 
 import pytest
-from test_mpi_run import call, make_run, rank_dir
 
 from tareador.cli.postprocess import postprocess
 from tareador.formats.dimemas import DEPENDENCY_COMM, read_dim
@@ -20,9 +18,9 @@ from tareador.simulation.dimemas_engine import replay
 from tareador.simulation.machine import Machine
 from tareador.taskgraph.model import Fragment
 from tareador.workers import rank_pool
+from tests.helpers import RUN_FILES, call, make_run, mpi_records, rank_dir
 
 NS = 1e-9  # one instruction, at the traces' 10^9 instructions per second
-RUN_FILES = ("mpi.csv", "messages.csv", "summary.json", "authentic.dim", "authentic.pcf", "ompss.dim", "ompss.pcf")
 
 
 def fragment(id, name, parent, start, end, instance=None):
@@ -127,19 +125,6 @@ def test_mpi_calls_keep_their_order_across_tasks(tmp_path):
                                 "20:0:1:50000001:0", "1:0:1:0.000000050", "20:0:1:7003:0", f"2:0:1:0:2:{dep}:2"]
     assert f"3:0:2:0:1:{dep}:0" in lines[s2:]
     assert ompss_makespan(tmp_path, 2) == pytest.approx(160 * NS, abs=1e-13)
-
-
-def mpi_records(path):
-    """The MPI records (sends and receives not between threads of one task, and global
-    operations) as (op, task, the fields after the thread), each as often as it occurs."""
-    out = Counter()
-    for line in path.read_text().splitlines()[1:]:
-        f = line.split(":")
-        if (f[0] in "23" and len(f) == 8) or f[0] == "10":
-            out[f[0], f[1], *f[3:]] += 1
-        elif f[0] in "23" and len(f) == 9:
-            assert f[1] == f[3] and f[7] == str(DEPENDENCY_COMM), line  # a dependency, never an MPI message
-    return out
 
 
 @pytest.mark.parametrize("collectives, allreduce", [("dimemas", 3), ("p2p", 8)])

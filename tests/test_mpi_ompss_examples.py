@@ -13,12 +13,12 @@ from collections import defaultdict
 
 import networkx as nx
 import pytest
-from test_mpi_ompss import RUN_FILES, mpi_records
 
 from tareador.formats.dimemas import read_dim
 from tareador.simulation.dimemas_engine import replay
 from tareador.simulation.machine import Machine
 from tareador.tracing.mpi_launch import MPICH, MPIS, OPEN_MPI
+from tests.helpers import RUN_FILES, mpi_records
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 # Small sizes (the examples' headers derive their messages): 2 iterations of a 16 x 16 Jacobi
@@ -148,10 +148,10 @@ def test_ompss_replays_to_the_longest_path(runs, mpi, name):
 
 def test_jacobi_four_ranks_speeds_up_on_the_cluster(runs):
     """The default Jacobi (96 x 96 in 8 x 8 blocks: 36 tasks per rank and iteration) on 4 ranks,
-    one per node of examples/machines/cluster.toml: with unbounded cores per rank the MPI/OmpSs
+    one per node of the bundled cluster.toml: with unbounded cores per rank the MPI/OmpSs
     run beats the authentic MPI run."""
     run = runs(MPICH, "jacobi", 4, [])
-    r = tareador("simulate", run, "--machine", ROOT / "examples" / "machines" / "cluster.toml", "--cores", "1,inf",
+    r = tareador("simulate", run, "--machine", "cluster", "--cores", "1,inf",
                  "--json")
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)

@@ -19,37 +19,11 @@ from tareador.formats.paraver import pcf_value_labels
 from tareador.simulation.dimemas_engine import replay
 from tareador.simulation.machine import MB, Machine
 from tareador.synthesis import collectives
-from tareador.taskgraph.model import Communicator, Dependency, MpiCall, Fragment, TaskTrace
+from tareador.taskgraph.model import Communicator, Fragment, TaskTrace
 from tareador.taskgraph.mpi import Message, MpiRun
-from tareador.taskgraph.store import save, write_table
+from tests.helpers import call, make_run, rank_dir
 
 IPS = 1e9  # instructions per second of authentic.dim: one instruction is one nanosecond
-
-
-def call(name, peer=-1, tag=-1, size=0, at=0, completed=None, request="", comm=0, task=0):
-    """A row of mpi.csv but its rank and seq; blocking calls complete where they are posted."""
-    return dict(call=name, peer=peer, tag=tag, comm=comm, bytes=size, object="", posted=at,
-                completed=at if completed is None else completed, request=request, task=task)
-
-
-def rank_dir(root, rank, size, calls, tasks=None, comms=None, summary=None, deps=None):
-    """rank-N/ as the tracer writes it; by default one main fragment covering the calls; ``deps``:
-    RAW dependencies (src, dst) through one heap object."""
-    end = max([c["posted"] for c in calls] + [c["completed"] for c in calls] + [0])
-    tasks = tasks or [Fragment(0, "main", 0, -1, 0, end, end)]
-    d = root / f"rank-{rank}"
-    deps = [Dependency(src, dst, "RAW", "heap:x.c:1#0", 8) for src, dst in deps or []]
-    save(TaskTrace(tasks, deps, [], {"rank": rank, "size": size, "mpi": "mpich", "partial": False,
-                                   "ending": "exited with status 0", "warnings": [], **(summary or {})}), d)
-    write_table(d / "mpi.csv", MpiCall, [MpiCall(rank, i, **c) for i, c in enumerate(calls)])
-    write_table(d / "comms.csv", Communicator, comms or [Communicator(0, size, ";".join(map(str, range(size)))),
-                                                  Communicator(1, 1, str(rank))])
-
-
-def make_run(root, ranks, collectives="dimemas", **per_rank):
-    for r, calls in enumerate(ranks):
-        rank_dir(root, r, len(ranks), calls, **{k: v[r] for k, v in per_rank.items()})
-    return postprocess(root, collectives=collectives)
 
 
 def makespan(run_dir, latency=0.0, bandwidth=0.0):

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 import tareador
-from conftest import require, write_c
 from tareador import load
 from tareador.cli.main import main
 from tareador.tracing import toolchain
 from tareador.tracing.mpi_launch import MPIS
 from tareador.tracing.run import trace
+from tests.helpers import require, write_c
 
 MPI_PARAMS = pytest.mark.parametrize("mpi", MPIS.values(), ids=MPIS.keys())
 # Fields of mpi.csv that are not instruction counts: those are checked against tasks.csv.

@@ -12,20 +12,20 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import require, write_c
 
 import tareador
 from tareador.formats.dimemas import read_dim
 from tareador.simulation.dimemas_engine import replay
 from tareador.simulation.machine import Machine
+from tareador.system_packages import PACKAGES, how_to_install
 from tareador.tracing import toolchain
 from tareador.tracing.mpi_launch import MPICH, MPIS, OPEN_MPI, linked_mpi
 from tareador.tracing.mpirun import _tracers
+from tests.helpers import require, write_c
 
 
 @pytest.fixture(scope="module")
@@ -153,9 +153,8 @@ def rank_summaries(run_dir):
 @pytest.mark.parametrize("mpi", MPIS.values(), ids=MPIS.keys())
 def test_a_crashing_rank_stops_the_others_after_they_wrote_their_traces(build, tmp_path, mpi):
     """Rank 1 crashes; rank 0 waits for it forever: tareador stops it, its partial trace is written."""
-    started = time.monotonic()
     r = mpirun("-np", 2, "-o", tmp_path / "run", "--", waiting(build, mpi, 1))
-    assert r.returncode == 1 and time.monotonic() - started < 30
+    assert r.returncode == 1
     ranks = rank_summaries(tmp_path / "run")
     assert ranks[1]["ending"].startswith("crashed") and " in main (wait2.c:13)" in ranks[1]["ending"]
     assert ranks[0]["partial"] and ranks[0]["instances"] == 1
@@ -264,12 +263,13 @@ def test_a_program_built_with_the_other_mpi(build, tmp_path):
 
 
 def test_mpi_not_installed_says_how_to_install_it(tmp_path):
-    """Without the launcher on PATH: one line naming the MPI and `make deps`."""
+    """Without the launcher on PATH: one line naming the MPI and the packages that bring it."""
     env = {**os.environ, "PATH": str(tmp_path)}
     for asked, title, launcher in (("mpich", "MPICH", "mpiexec.mpich"), ("openmpi", "Open MPI", "mpiexec.openmpi")):
         r = mpirun("--mpi", asked, "-np", "2", "--", "/bin/true", env=env)
         assert r.returncode == 2 and r.stderr == (f"tareador: {title} is not installed (no {launcher} on PATH): "
-                                                  "install it with 'make deps'\n")
+                                                  f"{how_to_install(title)}\n")
+        assert f"apt-get install {PACKAGES[title][0]} (Debian" in r.stderr
 
 
 @pytest.mark.parametrize("args, message", [

@@ -14,12 +14,12 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import ROOT, write_c
 from tareador import load
 from tareador.cli.main import main
 from tareador.files import printable
 from tareador.formats.paraver import TASK_EVENT, pcf_value_labels
 from tareador.tracing.run import trace
+from tests.helpers import ROOT, write_c
 
 CHAIN = r"""
 #include <stdlib.h>
@@ -154,7 +154,7 @@ def test_sigterm_midway_is_a_stop_like_ctrl_c(tmp_path, capsys, monkeypatch):
     from tareador.cli import simulate
     from tareador.files import output_file
     from tareador.taskgraph.store import save
-    from tests.test_list_scheduler import fork_join
+    from tests.helpers import fork_join
 
     trace_dir = save(fork_join(), tmp_path / "t")
 

@@ -13,20 +13,20 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES, require
 
 from tareador.analyses.patterns import figures, statistics
 from tareador.formats.dimemas import read_dim
 from tareador.simulation.dimemas_engine import replay
-from tareador.simulation.machine import load_machine
+from tareador.simulation.machine import BUNDLED, load_machine
 from tareador.taskgraph.patterns import TransferPattern
 from tareador.tracing import toolchain
 from tareador.tracing.mpi_launch import MPICH, MPIS, OPEN_MPI
+from tests.helpers import EXAMPLES, require
 
 # N = 256 doubles, W = 200 iterations per unit, 3 messages
 ARGS = ["256", "200", "3"]
 # 4 nodes, one rank each: every message crosses the 100 MB/s, 10 us network
-CLUSTER = EXAMPLES / "machines" / "cluster.toml"
+CLUSTER = BUNDLED / "cluster.toml"
 
 
 @pytest.fixture(scope="module")

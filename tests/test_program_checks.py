@@ -7,9 +7,8 @@ import shlex
 import shutil
 import subprocess
 
-from conftest import write_c
-from test_trace_errors import one_line_error, run_cli
 from tareador.tracing import toolchain
+from tests.helpers import one_line_error, run_cli, write_c
 
 PROGRAM = r"""
 #include "tareador.h"

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
-from conftest import EXAMPLES
 from tareador.cli.main import main
 from tareador.render.graph import write_graph
 from tareador.render.summary import format_summary
 from tareador.taskgraph.model import Dependency, Fragment, TaskTrace
 from tareador.tracing.run import trace
+from tests.helpers import EXAMPLES
 
 
 def diamond() -> TaskTrace:

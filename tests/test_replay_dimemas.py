@@ -2,35 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tareador.errors import DimError, MachineError
-from tareador.formats.dimemas import read_dim, write_dim
+from tareador.formats.dimemas import read_dim
 from tareador.simulation.dimemas_engine import replay
-from tareador.simulation.machine import Machine, load_machine, parse_cfg, parse_toml
+from tareador.simulation.machine import BUNDLED, Machine, load_machine, parse_cfg, parse_toml
 from tareador.synthesis.ompss import write_dim_traces
-from tests.test_list_scheduler import fork_join
+from tests.helpers import THREE_THREADS, TWO_RANKS, cfg, dim, fork_join
 
-TWO_RANKS = ["1:0:0:1.0\n2:0:0:1:1048576:1:0:0\n1:0:0:0.5\n", "1:1:0:0.0\n3:1:0:0:1048576:1:0:0\n1:1:0:1.0\n"]
-THREE_THREADS = ["1:0:0:1.0\n2:0:0:0:1:1:8002:0:2\n2:0:0:0:2:1:8002:0:2\n1:0:0:1.0\n",
-                 "1:0:1:0.0\n3:0:1:0:0:1:8002:0:0\n1:0:1:1.0\n", "1:0:2:0.0\n3:0:2:0:0:1:8002:0:0\n1:0:2:1.0\n"]
 NETWORK = Machine(nodes=2, inter_latency=1e-5, inter_bandwidth=100.0, in_links=1, out_links=1)
-
-
-def dim(tmp_path, threads, blocks, name="t"):
-    return read_dim(write_dim(tmp_path / f"{name}.dim", name, threads, blocks))
-
-
-def cfg(nodes: int, cpus: int, bandwidth: float, latency: float, sched: str = "") -> str:
-    return ("#DIMEMAS_CONFIGURATION\n"
-            '"wide area network information" {"", 1, 0, 4, 0.0, 0.0, 1};;\n'
-            f'"environment information" {{"", 0, "", {nodes}, {bandwidth}, 0, 1}};;\n'
-            f'"multi node information" {{0, {nodes}, "", {cpus}, 1.0, 0.0, 0.0, 0, 1, 1, {latency}, 1, 1, 0.0}};;\n'
-            '"predefined mapping information" {"1 TASKS_PER_NODE"};;\n'
-            f'"configuration files" {{{sched}, "", "", ""}};;\n'
-            '"file system parameters" {0.0, 0.0, 8.0, 0, 1.0};;\n')
 
 
 def test_two_ranks_worked_answer(tmp_path):
@@ -179,7 +160,7 @@ def test_machine_files(tmp_path):
                    'inter_bandwidth = 100\n[scheduler]\npolicy = "cp"\n')
     assert (m.nodes, m.cores_per_node, m.inter_latency, m.policy) == (2, 8, 1e-5, "cp")
     # The bundled machines: a Dimemas .cfg names its scheduler file relative to itself.
-    machines = Path(__file__).resolve().parents[1] / "examples" / "machines"
+    machines = BUNDLED
     two = load_machine(machines / "two_ranks.cfg")
     # It names no scheduler: replay queues FIFO as Dimemas does, simulate keeps its own default.
     assert (two.nodes, two.cores_per_node, two.inter_latency, two.inter_bandwidth, two.policy) == (2, 1, 1e-5, 100.0,

@@ -10,7 +10,7 @@ from tareador.formats.dimemas import read_dim, write_dim
 from tareador.simulation import dimemas_engine as engine
 from tareador.simulation.machine import Machine
 from tareador.synthesis.ompss import write_dim_traces
-from tests.test_list_scheduler import fork_join
+from tests.helpers import fork_join
 
 
 def test_pausing_for_progress_changes_nothing(tmp_path, monkeypatch):

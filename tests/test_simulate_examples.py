@@ -12,7 +12,7 @@ import pytest
 
 from tareador.cli.main import main
 from tareador.tracing.run import trace
-from tests.conftest import EXAMPLES
+from tests.helpers import EXAMPLES
 
 CORES = [1, 2, 3, 4, 8, 16]
 

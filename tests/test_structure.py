@@ -13,8 +13,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tareador"
 # stage or an earlier one. taskgraph comes before tracing: the task graph is the contract every
 # stage shares, tracing included (it builds the rows of model.py and writes them with store.py).
 # The package itself (tareador.load, tareador.hints) is the top.
-ORDER = [{"errors", "files", "native", "stopping", "text_columns", "version", "workers"}, {"taskgraph"},
-         {"tracing"}, {"formats"}, {"synthesis"}, {"simulation"}, {"analyses"}, {"render"}, {"report"}, {"cli"},
+ORDER = [{"errors", "files", "native", "stopping", "system_packages", "text_columns", "version", "workers"},
+         {"taskgraph"}, {"tracing"}, {"formats"}, {"synthesis"}, {"simulation"}, {"analyses"}, {"render"}, {"report"}, {"cli"},
          {"__main__", ""}]
 # Imported where they are used, not at the top: each serves one feature and costs the start-up of
 # every command (matplotlib a second, frida and networkx a fifth) or needs an MPI launch (mpi4py).

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from conftest import write_c
 from tareador.tracing.run import trace
+from tests.helpers import write_c
 
 LENGTHS = (7, 100, 3000, 5000, 20000)
 DISTANCES = (1, 100)

@@ -9,8 +9,8 @@ import shutil
 import subprocess
 import sys
 
-from conftest import ROOT, write_c
 from tareador.tracing.run import trace
+from tests.helpers import ROOT, write_c
 
 # libc's string functions take alignment- and page-dependent paths: on a stack buffer their
 # instruction counts change with the stack's random offset.

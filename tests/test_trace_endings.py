@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_c
 from tareador import load
 from tareador.cli.main import main
+from tests.helpers import write_c
 
 TIMEOUT = 60
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import write_c
 from tareador import load
-from tareador.cli.main import main
+from tests.helpers import one_line_error, run_cli, write_c
 
 TWO_TASKS = r"""
 #include <stdio.h>
@@ -23,16 +22,6 @@ int main(int argc, char **argv) {
   return 0;
 }
 """
-
-
-def run_cli(*args):
-    return main(["trace", "--no-progress", *map(str, args)])
-
-
-def one_line_error(capsys) -> str:
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err and err[-1].startswith("tareador: ")
-    return err[-1]
 
 
 def test_missing_program(capsys, tmp_path):

@@ -11,10 +11,10 @@ from collections import Counter
 
 import pytest
 from cholesky_dag import expected_cholesky_raw_edges
-from conftest import EXAMPLES, write_c
 
 from tareador.errors import TracingError
 from tareador.tracing.run import trace
+from tests.helpers import EXAMPLES, strip_task_markers, write_c
 
 # No markers at all: the whole program is traced as if ON at main.
 CALLS = """
@@ -104,14 +104,6 @@ def test_markers_nest_with_task_functions(compile_c, tmp_path, opt):
     t = trace([str(exe)], tmp_path / "marked.tareador", progress=False, task_functions=["leaf", "wrap"])
     assert instance_tree(t) == [("outer", "main"), ("leaf", "outer"), ("wrap", "main"), ("inner", "wrap")]
     assert instance_edges(t) == {("leaf#1", "inner#1", "x", 4)}
-
-
-def strip_task_markers(tmp_path, name):
-    """cholesky.c without its tareador_start_task/end_task lines (ON/OFF stay, so the
-    initialisation is outside the analysed region as in the marked version)."""
-    source = (EXAMPLES / "cholesky" / "cholesky.c").read_text()
-    kept = [line for line in source.splitlines() if not re.match(r"\s*tareador_(start|end)_task\(", line)]
-    return write_c(tmp_path, name, "\n".join(kept) + "\n")
 
 
 @pytest.mark.parametrize("opt", ["-O0", "-O2 -fno-inline"])

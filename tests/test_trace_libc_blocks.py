@@ -9,9 +9,9 @@ import subprocess
 
 import pytest
 
-from conftest import write_c
 from tareador.tracing import toolchain
 from tareador.tracing.run import trace
+from tests.helpers import write_c
 
 # Each "make" task gets a block from libc, the next task reads it in the program's own code.
 BLOCKS = r"""

@@ -8,11 +8,11 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, write_c
 
 from tareador.simulation.list_scheduler import simulate
 from tareador.taskgraph.dag import schedule_edges
 from tareador.tracing.run import trace
+from tests.helpers import EXAMPLES, write_c
 
 PRELUDE = "#include <tareador.h>\n#define T(name, body) do { tareador_start_task(name); body; tareador_end_task(name); } while (0)\n"
 
@@ -258,7 +258,6 @@ def test_progress_counts_task_instances_not_fragments(compile_c, tmp_path):
     from tareador.tracing.driver import run_agent
 
     exe = compile_c(write_c(tmp_path, "progress", PRELUDE + """
-#include <unistd.h>
 int x;
 int main(void) {
   tareador_ON();
@@ -267,7 +266,6 @@ int main(void) {
   T("child", x = 2);
   tareador_end_task("parent");
   tareador_OFF();
-  usleep(1200 * 1000);
   return 0;
 }"""))
     seen = []

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import EXAMPLES
 from tareador.tracing.run import trace
+from tests.helpers import EXAMPLES
 
 SOURCE = (EXAMPLES / "rules" / "rules.c").read_text().splitlines()
 

@@ -3,10 +3,8 @@ allocates, and keeping it up is none of the program's work."""
 
 from __future__ import annotations
 
-import time
-
-from conftest import write_c
 from tareador.tracing.run import trace
+from tests.helpers import write_c
 
 HUGE = r"""
 #include <stdlib.h>
@@ -47,15 +45,12 @@ int main(void) {
 
 def test_huge_blocks_barely_touched(compile_c, tmp_path):
     """A gibibyte malloc'd and barely touched, a calloc'd block read where nobody wrote since, and
-    its realloc to twice the size: the dependencies are exact to the byte, and the run takes
-    about as long as a small program's, half a second (12 s when every allocation filled its
-    shadow; the bound leaves a wide margin for a loaded machine)."""
+    its realloc to twice the size: the dependencies are exact to the byte (what such a block
+    costs in time and memory is measured by benchmarks/trace_overhead.py --only sparse)."""
     exe = compile_c(write_c(tmp_path, "huge", HUGE))
     line = {snippet: next(i for i, text in enumerate(HUGE.splitlines(), start=1) if snippet in text)
             for snippet in ("malloc(", "calloc(", "realloc(")}
-    start = time.perf_counter()
     t = trace([str(exe)], tmp_path / "t", progress=False)
-    elapsed = time.perf_counter() - start
     name = {x.id: x.name for x in t.fragments}
     edges = {(name[d.src], name[d.dst], d.kind, d.object, d.bytes) for d in t.deps
              if name[d.src] != "main" and name[d.dst] != "main"}
@@ -76,7 +71,6 @@ def test_huge_blocks_barely_touched(compile_c, tmp_path):
         ("read_zeros", "read_grown", "RAW", "sink", 8),
         ("read_zeros", "read_grown", "WAW", "sink", 8),
     }
-    assert elapsed < 5
 
 
 MAPPINGS = r"""

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conftest import write_c
 from tareador.tracing.run import trace
+from tests.helpers import write_c
 
 THREADED = r"""
 #include <pthread.h>

@@ -7,15 +7,13 @@ import json
 import math
 
 import pytest
-from conftest import write_c
 
 from tareador.analyses.whatif import whatif
 from tareador.simulation.machine import Machine
 from tareador.taskgraph.model import PROGRAM
 from tareador.taskgraph.store import save
 from tareador.tracing.run import trace
-from tests.test_list_scheduler import make
-from tests.test_simulate_cli import tareador  # noqa: F401  (fixture)
+from tests.helpers import make, write_c
 
 
 def long_and_short():

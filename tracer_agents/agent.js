@@ -391,6 +391,7 @@ function finish(ending) {
     counts: { tasks: tasks.n, objects: objects.n, edges: edges.n, accesses: accesses.n, calls: calls.n },
     call_sites: callSites,
     accesses: status.accesses, flushes: status.flushes, instructions: status.instructions,
+    instances: status.instances,
     blocks: native.blocks.readU64().toNumber(),
     markers: native.markers.slice(1).map(a => a !== null),
     mpi: null,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tareador.errors import UserError
 from tareador.render.graph import write_graph
 from tareador.render.summary import format_summary
 from tareador.taskgraph.store import load_trace
@@ -33,11 +32,8 @@ def register(subparsers) -> None:
 def run(args) -> int:
     trace = load_trace(args.trace_dir)
     formats = ("dot", "svg", "png") if args.png else ("dot", "svg")
-    try:
-        outputs = write_graph(trace, args.output or args.trace_dir, all_edges=args.all_edges, collapse=args.collapse,
-                              max_nodes=args.max_nodes, show_main=args.show_main, formats=formats,
-                              report=lambda message: print(f"tareador: {message}", file=sys.stderr, flush=True))
-    except RuntimeError as e:
-        raise UserError(str(e)) from None
+    outputs = write_graph(trace, args.output or args.trace_dir, all_edges=args.all_edges, collapse=args.collapse,
+                          max_nodes=args.max_nodes, show_main=args.show_main, formats=formats,
+                          report=lambda message: print(f"tareador: {message}", file=sys.stderr, flush=True))
     print(format_summary(trace, outputs))
     return 0

@@ -10,6 +10,7 @@ from tareador.cli.postprocess import add_collectives_option, postprocess
 from tareador.cli.trace import program_and_output
 from tareador.errors import UserError
 from tareador.render.summary import format_run_summary
+from tareador.system_packages import how_to_install
 from tareador.taskgraph.mpi import clear_run, rank_dirs
 from tareador.tracing.driver import check_program
 from tareador.tracing.mpi_launch import MPIS, linked_mpi
@@ -54,7 +55,7 @@ def choose_mpi(asked: str | None, program: str):
         raise UserError(f"{program} is built with {linked.title}, which cannot run under {mpi.title}'s launcher: "
                         f"use --mpi {linked.name}, or build it with {mpi.mpicc}")
     if not mpi.installed():
-        raise UserError(f"{mpi.title} is not installed (no {mpi.mpiexec} on PATH): install it with 'make deps'")
+        raise UserError(f"{mpi.title} is not installed (no {mpi.mpiexec} on PATH): {how_to_install(mpi.title)}")
     return mpi
 
 

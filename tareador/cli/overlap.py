@@ -27,7 +27,7 @@ def register(subparsers) -> None:
                     "the list, and print the speedup of each over the authentic run (also DIR/overlap.csv and "
                     "DIR/overlap.png), and how far the bandwidth can drop with overlap while the run stays as fast "
                     "as the authentic one at the machine's own bandwidth.",
-        epilog="example:\n  tareador overlap run.tareador --machine examples/machines/cluster.toml "
+        epilog="example:\n  tareador overlap run.tareador --machine cluster "
                "--bandwidth 1,10,100,1000",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_dir", metavar="DIR", help="the run directory of 'tareador mpirun'")

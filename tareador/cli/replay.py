@@ -29,7 +29,7 @@ def register(subparsers) -> None:
                     "'tareador simulate --dim') on a machine given as TOML or as a Dimemas .cfg. "
                     "With --bandwidth and/or --latency, replay once per value of the inter-node "
                     "network and write a table, a CSV and a PNG.",
-        epilog="example:\n  tareador replay jacobi.tareador/authentic.dim --machine examples/machines/cluster.toml "
+        epilog="example:\n  tareador replay jacobi.tareador/authentic.dim --machine cluster "
                "--bandwidth 10,100,1000",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace", metavar="TRACE.dim", help="the Dimemas trace to replay")

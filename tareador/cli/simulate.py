@@ -34,9 +34,9 @@ def register(subparsers) -> None:
                     "directory (tareador mpirun), replay its MPI/OmpSs trace ompss.dim with P cores per rank on "
                     "the machine's network instead, and report time, speedup over the authentic MPI run "
                     "(authentic.dim, one core per rank) and efficiency (e.g. tareador simulate jacobi.tareador "
-                    "--machine examples/machines/cluster.toml).",
+                    "--machine cluster).",
         epilog="example:\n  tareador simulate chol.tareador --cores 1,2,4,8,inf --plot "
-               "--machine examples/machines/laptop.toml",
+               "--machine laptop",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace_dir", metavar="DIR", help="trace directory written by 'tareador trace', or an MPI run's "
                    "written by 'tareador mpirun'")

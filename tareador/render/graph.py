@@ -18,8 +18,10 @@ from pathlib import Path
 import graphviz
 import numpy as np
 
+from tareador.errors import ToolchainError
 from tareador.files import printable, write_bytes, write_text
 from tareador.render.summary import human, plural, work_by_type
+from tareador.system_packages import how_to_install
 from tareador.taskgraph.dag import bypass_edges, transitive_reduction
 from tareador.taskgraph.model import PROGRAM, RAW, TaskTrace
 
@@ -192,7 +194,7 @@ def write_graph(trace: TaskTrace, out_dir: str | Path, *, all_edges: bool = Fals
         return written
     for fmt in layouts:
         if shutil.which("dot") is None:
-            raise RuntimeError("Graphviz 'dot' is not installed: run 'make deps' (apt-get install graphviz)")
+            raise ToolchainError(f"Graphviz's 'dot' is not on PATH: {how_to_install('Graphviz')}")
         started = time.monotonic()
         if report and nodes > max_nodes:
             report(f"laying out {nodes} nodes with Graphviz dot ({fmt}); this takes a while...")

@@ -93,8 +93,30 @@ def _read_text(path: Path, what: str) -> str:
         raise MachineError(f"{path}:{line}: byte 0x{data[e.start]:02x} is not UTF-8; a {what} is plain text") from None
 
 
+BUNDLED = Path(__file__).resolve().parents[1] / "machines"
+
+
+def bundled_machines() -> list[str]:
+    """The names ``--machine`` takes for the machine files shipped with the package."""
+    return sorted(p.stem for p in BUNDLED.iterdir()
+                  if p.suffix == ".toml" or (p.suffix == ".cfg" and p.read_text().startswith("#DIMEMAS_CONFIGURATION")))
+
+
+def machine_path(name: str | Path) -> Path:
+    """A machine file by path, or a bundled one by bare name (``laptop``, ``cluster``): a pip
+    install has no examples/ directory, and a path is what users of Dimemas already write."""
+    path = Path(name)
+    if path.exists() or len(path.parts) > 1 or path.suffix:
+        return path
+    for suffix in (".toml", ".cfg"):
+        if (BUNDLED / f"{name}{suffix}").exists():
+            return BUNDLED / f"{name}{suffix}"
+    raise MachineError(f"no machine file {name} and no bundled machine of that name; bundled: "
+                       f"{', '.join(bundled_machines())}")
+
+
 def load_machine(path: str | Path) -> Machine:
-    path = Path(path)
+    path = machine_path(path)
     text = _read_text(path, "machine file")
     if text.lstrip().startswith("#DIMEMAS_CONFIGURATION"):
         return parse_cfg(text, path)

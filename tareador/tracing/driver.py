@@ -223,7 +223,10 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
         finally:
             if result.get("detached") != "process-terminated":
                 _kill(device, pid)  # never left behind, whatever happened here
-    return _agent_result(result, argv)
+    agent = _agent_result(result, argv)
+    if progress is not None:  # the final counts, however short the run was beside the polling interval
+        progress({"tasks": agent.meta["instances"], "accesses": agent.meta["accesses"]})
+    return agent
 
 
 def _follow(script, done: threading.Event, detached: threading.Event, result: dict, progress) -> None:
