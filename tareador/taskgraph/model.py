@@ -22,7 +22,6 @@ from functools import cached_property
 from pathlib import Path
 
 from tareador.taskgraph.dag import Dag, build, critical_path_length, schedule_edges
-# A Dependency's kinds, defined beside the check of deps.csv's column and imported from here too.
 from tareador.taskgraph.tables import DEPENDENCY_KINDS as DEPENDENCY_KINDS
 from tareador.taskgraph.tables import RAW as RAW
 from tareador.taskgraph.tables import WAR as WAR
@@ -60,7 +59,7 @@ class Fragment:
 class Dependency:
     src: int
     dst: int
-    kind: str  # RAW, WAR or WAW
+    kind: str  # RAW, WAR or WAW: tables.py's, which checks deps.csv's column (also importable from here)
     object: str  # DataObject.name (unique within a trace)
     bytes: int  # distinct bytes of the object that carry it
 

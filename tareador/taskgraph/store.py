@@ -15,7 +15,16 @@ from pathlib import Path
 from tareador.errors import TraceDirError
 from tareador.files import output_file, write_text
 from tareador.taskgraph.dag import Dag, DependencyCycle, build, topological_order
-from tareador.taskgraph.model import Access, Communicator, DataObject, Dependency, Fragment, MpiCall, TaskCall, TaskTrace
+from tareador.taskgraph.model import (
+    Access,
+    Communicator,
+    DataObject,
+    Dependency,
+    Fragment,
+    MpiCall,
+    TaskCall,
+    TaskTrace,
+)
 from tareador.taskgraph.tables import Tables
 from tareador.text_columns import Text, read_csv, recycle_freed_memory
 
@@ -27,6 +36,8 @@ OWNED = ("tasks.csv", "deps.csv", "objects.csv", "summary.json", "graph.dot", "g
          "authentic.pcf", "whatif-*.png", "whatif.csv", "explore.csv", "explore.png", "mpi.csv", "comms.csv",
          "messages.csv", "patterns.npz", "patterns.csv", "patterns-*.png", "overlap-*.dim", "overlap.csv",
          "overlap.png", "accesses.csv", "calls.csv")
+FRAGMENT = [fl.name for fl in fields(Fragment)]  # the columns of tasks.csv
+DEPENDENCY = [fl.name for fl in fields(Dependency)]  # ... of deps.csv
 
 
 def write_table(path: Path, cls, rows) -> None:
@@ -112,10 +123,6 @@ def load_dag(directory: str | Path) -> Dag:
     d = _trace_dir(directory)
     recycle_freed_memory()
     return _checked(d, *_read_graph(d, objects=False))
-
-
-FRAGMENT = [fl.name for fl in fields(Fragment)]
-DEPENDENCY = [fl.name for fl in fields(Dependency)]
 
 
 def _trace_dir(directory: str | Path) -> Path:
