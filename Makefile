@@ -5,6 +5,9 @@ DEBIAN_PACKAGES := gcc make binutils graphviz valgrind
 # MPICH and Open MPI, the two ABIs users' clusters have; both coexist (see README, MPI). Their
 # recommends (ssh clients, Fortran, ...) are not needed to run ranks on this machine.
 MPI_PACKAGES := mpich libmpich-dev openmpi-bin libopenmpi-dev
+# The reference BLAS (with CBLAS), LAPACK and LAPACKE: programs whose tasks are library functions
+# (README, Taskify without recompiling). Single-threaded, so all their work runs on the traced thread.
+LINALG_PACKAGES := libblas-dev liblapack-dev liblapacke-dev
 PIP := $(PYTHON) -m pip install -q --disable-pip-version-check
 DEMO := out/cholesky.tareador
 OVERLAP_DEMO := out/patterns.tareador
@@ -21,6 +24,7 @@ apt_install = missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missi
 deps:
 	@$(call apt_install,$(DEBIAN_PACKAGES),)
 	@$(call apt_install,$(MPI_PACKAGES),--no-install-recommends)
+	@$(call apt_install,$(LINALG_PACKAGES),--no-install-recommends)
 	@$(PYTHON) -c "import tareador, frida, pytest, build, mkdocs, material" 2>/dev/null || $(PIP) -e ".[test]"
 	@$(PYTHON) -c "import mpi4py" 2>/dev/null || $(PIP) --only-binary=mpi4py "mpi4py>=4.1" || \
 	  echo "make deps: mpi4py (optional) not installed: no binary wheel for $$($(PYTHON) -V) could be fetched"

@@ -15,20 +15,22 @@ from tests.helpers import EXAMPLES, MPI_EXAMPLES, require
 
 @pytest.fixture(scope="session")
 def compile_c(tmp_path_factory):
-    """compile_c(source, opt='-O0', static=False, markers=True) -> path of the executable; opt may
-    hold several flags ('-O2 -fno-inline', '-O2 -g0' for no debug info)."""
+    """compile_c(source, opt='-O0', static=False, markers=True, libs='') -> path of the executable;
+    opt may hold several flags ('-O2 -fno-inline', '-O2 -g0' for no debug info), libs the
+    program's libraries ('-llapacke -lblas')."""
     out_dir = tmp_path_factory.mktemp("bin")
     built: dict = {}
 
-    def build(source: str | Path, opt: str = "-O0", static: bool = False, markers: bool = True) -> Path:
+    def build(source: str | Path, opt: str = "-O0", static: bool = False, markers: bool = True,
+              libs: str = "") -> Path:
         source = Path(source)
-        key = (source, opt, static, markers)
+        key = (source, opt, static, markers, libs)
         if key not in built:
             exe = out_dir / f"{source.stem}{opt.replace(' ', '')}{'-static' if static else ''}"
             cmd = ["cc", "-g", *shlex.split(opt), "-Wall", *shlex.split(toolchain.cflags()), str(source), "-o", str(exe)]
             if markers:
                 cmd += shlex.split(toolchain.libs(static=static))
-            cmd += ["-lm", "-lpthread"]
+            cmd += [*shlex.split(libs), "-lm", "-lpthread"]
             subprocess.run(cmd, check=True)
             built[key] = exe
         return built[key]

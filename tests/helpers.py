@@ -113,6 +113,26 @@ def strip_task_markers(tmp_path, name):
     return write_c(tmp_path, name, "\n".join(kept) + "\n")
 
 
+def instance_tree(t) -> list[tuple[str, str]]:
+    """(name, name of the parent instance) of every task instance, in creation order."""
+    by_id = {x.id: x for x in t.fragments}
+    return [(x.name, "main" if by_id[x.parent].is_main else by_id[x.parent].name)
+            for x in t.fragments if x.starts_instance and not x.is_main]
+
+
+def instance_edges(t) -> set[tuple[str, str, str, int]]:
+    """RAW edges between task instances, each instance named name#k (k-th of its name)."""
+    seen: Counter = Counter()
+    label = {}
+    for x in t.fragments:
+        if x.starts_instance and not x.is_main:
+            seen[x.name] += 1
+            label[x.id] = f"{x.name}#{seen[x.name]}"
+    instance = {x.id: x.instance for x in t.fragments}
+    return {(label[instance[d.src]], label[instance[d.dst]], d.object, d.bytes) for d in t.deps
+            if d.kind == "RAW" and instance[d.src] in label and instance[d.dst] in label}
+
+
 RUN_FILES = ("mpi.csv", "messages.csv", "summary.json", "authentic.dim", "authentic.pcf", "ompss.dim", "ompss.pcf")
 
 

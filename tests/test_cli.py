@@ -137,3 +137,30 @@ def test_progress_stays_on_the_bottom_row_below_the_programs_output(echo, tmp_pa
     assert rest.startswith("before\r\n\x1bD\x1b[1A\x1b7\x1b[1;9r\x1b8")  # rows 1-9 scroll
     assert "after\r\n\x1b7\x1b[r\x1b[10;1H\x1b[2K\x1b8task instances" in rest  # all rows scroll again
     assert "tracing" not in rest
+
+
+MAIN_NAMED = r"""
+#include "tareador.h"
+int x[64];
+int main(void) {
+  tareador_ON();
+  for (int i = 0; i < 64; i++) x[i] = i;
+  tareador_start_task("main");
+  for (int i = 0; i < 64; i++) x[i] += 1;
+  tareador_end_task("main");
+  tareador_OFF();
+  return x[3] != 4;
+}
+"""
+
+
+def test_a_task_named_main_is_apart_from_mains_code(compile_c, tmp_path, capsys):
+    """main's code is cut in 2 fragments by the one task, which is named main: the table has a
+    row for each (was one row, main 3)."""
+    exe = compile_c(write_c(tmp_path, "main_named", MAIN_NAMED))
+    assert main(["trace", "--no-progress", "-o", str(tmp_path / "t"), "--", str(exe)]) == 0
+    out = capsys.readouterr().out
+    assert "1 of 1 task type (+ 2 fragments of main's own code)" in out
+    rows = {line.rsplit(None, 3)[0].strip(): int(line.split()[-3]) for line in out.splitlines()
+            if line.startswith("main")}
+    assert rows == {"main": 1, "main (program)": 2}

@@ -9,6 +9,8 @@ import sys
 import pytest
 
 from tareador.analyses.explore import explore
+from tareador.cli.main import main
+from tareador.errors import TracingError
 from tareador.simulation.machine import Machine
 from tareador.taskgraph.decompose import merge, task_tree
 from tareador.tracing.run import trace
@@ -152,7 +154,9 @@ def test_cli_end_to_end_and_bad_input(compile_c, tmp_path):
     rows = (tmp_path / "three.explore" / "explore.csv").read_text().splitlines()
     assert rows[0].startswith("step,tasks,instances,t1,tinf") and len(rows) == 1 + 5
     again = cli(tmp_path / "three.explore", "--cores", "2", "-o", tmp_path / "two")
-    assert again.returncode == 0 and "best: step 1, speedup 1.50 on 2 cores" in again.stdout
+    # On 2 cores fa, fb and main's code doing fc's work are as fast as the three tasks: a tie,
+    # which goes to fewer instances.
+    assert again.returncode == 0 and "best: step 2, speedup 1.50 on 2 cores" in again.stdout
     for args, message in [
         ((tmp_path / "three.explore", "--weights", "1,1,x"), "tareador: --weights: '1,1,x' is not three numbers"),
         (("--candidates", "corse", "--", exe), "tareador: no function named corse in 'three-O0' (close names: coarse)"),
@@ -218,3 +222,115 @@ def test_cli_dir_refuses_what_is_not_an_option(compile_c, tmp_path):
         bad = cli(*args)
         assert bad.returncode == 2 and bad.stderr.startswith("tareador: --candidates chooses the functions a "
                                                              "recording makes tasks") and bad.stderr.count("\n") == 1
+
+
+# Three independent functions, each calling step 8 times on its own array.
+TIES = """
+#define NOINLINE __attribute__((noinline))
+#define N 2000
+double l[N], m[N], r[N];
+NOINLINE void step(double *x, int k) { for (int i = 0; i < N; i++) x[i] = x[i] * 0.5 + k; }
+NOINLINE void left(void) { for (int k = 0; k < 8; k++) step(l, k); }
+NOINLINE void middle(void) { for (int k = 0; k < 8; k++) step(m, k); }
+NOINLINE void right(void) { for (int k = 0; k < 8; k++) step(r, k); }
+int main(void) { left(); middle(); right(); return !(l[0] == m[0] && m[0] == r[0]); }
+"""
+
+
+def test_ties_go_to_fewer_instances(compile_c, tmp_path):
+    """Step 0 is left, middle, right (3 instances); breaking right makes step a task type
+    everywhere: left, middle and their 16 calls of step, with right's 8 calls (its own code
+    now main's): 26 instances, and a hair faster (right's calls no longer wait for the
+    fragment of main that created right). Within the default 1 % that is a tie, which goes to
+    the 3 instances; with no tolerance the faster step wins."""
+    _, finest = record(compile_c, tmp_path, "ties", TIES)
+    result = explore(finest, 4, Machine())
+    first, second = result.steps[:2]
+    assert (first.tasks, first.instances) == (("left", "middle", "right"), 3)
+    assert (second.tasks, second.instances) == (("left", "middle", "step"), 26)
+    assert first.speedup < second.speedup < first.speedup * 1.01
+    assert (result.best.index, result.best.instances) == (0, 3)
+    assert result.best.dropped == ()
+    assert explore(finest, 4, Machine(), tolerance=0).best.index == 1
+
+
+# Timers and descriptors' set-up that happen to be functions, around the three of THREE.
+IDLE = """
+#define NOINLINE __attribute__((noinline))
+#define N 5000
+typedef struct { double *x; int n; } Desc;
+double a[N], b[N], c[N];
+Desc da, db, dc;
+long ticks;
+NOINLINE long now(void) { return ++ticks; }
+NOINLINE void describe(Desc *d, double *x) { d->x = x; d->n = N; }
+NOINLINE void fill(const Desc *d) { for (int i = 0; i < d->n; i++) d->x[i] = i * 0.5; }
+NOINLINE void fa(void) { fill(&da); }
+NOINLINE void fb(void) { fill(&db); }
+NOINLINE void fc(void) { fill(&dc); }
+NOINLINE void coarse(void) { fa(); fb(); fc(); }
+int main(void) {
+  long t0 = now();
+  describe(&da, a); describe(&db, b); describe(&dc, c);
+  coarse();
+  return !(a[N - 1] == b[N - 1] && b[N - 1] == c[N - 1] && t0 == 1);
+}
+"""
+
+
+def test_idle_types_are_dropped_from_the_best(compile_c, tmp_path):
+    """Breaking coarse gives describe, fa, fb, fc, now (7 instances); the timer and the set-up
+    do a few instructions each, far below 1 % of T-inf, and folded into main's code they cost
+    nothing: the best is fa, fb, fc alone, whose T-inf is THREE's, T1 - 2L (L: one of fa, fb,
+    fc with its fill, identical loops)."""
+    _, finest = record(compile_c, tmp_path, "idle", IDLE)
+    result = explore(finest, 4, Machine())
+    assert result.steps[1].tasks == ("describe", "fa", "fb", "fc", "now")
+    best = result.best
+    assert (best.tasks, best.instances) == (("fa", "fb", "fc"), 3)
+    assert best.dropped == ("describe", "now")
+    merged = merge(finest, {"fa", "fb", "fc"})
+    lengths = {x.name: x.instructions for x in merged.fragments if not x.is_main}
+    assert len(set(lengths.values())) == 1
+    assert best.tinf == merged.tinf == finest.t1 - 2 * lengths["fa"]
+
+
+# PLASMA's profiling aliases: the code calls CORE_x, a weak alias of the definition PCORE_x.
+ALIASES = """
+#define NOINLINE __attribute__((noinline))
+double x[4096], y[4096];
+void CORE_scale(double *v, int n);
+void CORE_shift(double *v, int n);
+#pragma weak CORE_scale = PCORE_scale
+#pragma weak CORE_shift = PCORE_shift
+#define CORE_scale PCORE_scale
+#define CORE_shift PCORE_shift
+NOINLINE void CORE_scale(double *v, int n) { for (int i = 0; i < n; i++) v[i] *= 2; }
+NOINLINE void CORE_shift(double *v, int n) { for (int i = 0; i < n; i++) v[i] += 1; }
+#undef CORE_scale
+#undef CORE_shift
+int main(void) { CORE_scale(x, 4096); CORE_shift(y, 4096); CORE_scale(y, 4096); return y[0] != 2; }
+"""
+
+
+def test_weak_aliases_are_one_candidate_named_as_called(compile_c, tmp_path):
+    """Each kernel has two symbols at one entry: the candidate is the weak alias the code calls,
+    for both (was PCORE_scale beside CORE_shift); naming both is one line."""
+    exe, finest = record(compile_c, tmp_path, "aliases", ALIASES)
+    assert finest.summary["explore_candidates"] == ["CORE_scale", "CORE_shift"]
+    assert [x.name for x in finest.fragments if not x.is_main] == ["CORE_scale", "CORE_shift", "CORE_scale"]
+    with pytest.raises(TracingError, match=r"^CORE_scale and PCORE_scale are one function \(two names of one "
+                                           r"entry\): name one of them$"):
+        trace([str(exe)], tmp_path / "both", progress=False, task_functions=["CORE_scale", "PCORE_scale"])
+
+
+def test_cli_cores_and_tolerance_options(tmp_path, capsys):
+    """--cores is one count, default 4 (its help said 1,2,4,8,16,inf, simulate's); a bad
+    --tolerance is one line."""
+    with pytest.raises(SystemExit):
+        main(["explore", "--help"])
+    text = capsys.readouterr().out
+    cores = text[text.index("  --cores"):text.index("  --policy")]
+    assert "(default 4;" in " ".join(cores.split()) and "16,inf" not in cores
+    assert main(["explore", str(tmp_path), "--tolerance", "x"]) == 2
+    assert capsys.readouterr().err.startswith("tareador: --tolerance: 'x' is not a percentage")

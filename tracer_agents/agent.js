@@ -76,15 +76,35 @@ function findMarker(name) {
   return main.findExportByName(name) || main.findSymbolByName(name) || Module.findGlobalExportByName(name);
 }
 
-function registerGlobals(shadow) {
-  const main = Process.mainModule;
-  for (const s of main.enumerateSymbols()) {
+/* The writable globals of the program's own code: the executable's, and those of its own
+ * shared libraries (outside the system directories) whose functions are tasks: the driver
+ * names them. Not every such library's: an interpreter's (libpython) would make its own state
+ * objects. */
+function registerGlobals(shadow, modules) {
+  for (const s of modules.flatMap(m => m.enumerateSymbols())) {
     if (s.type !== 'object' || !s.size || !s.section || s.section.protection.indexOf('w') < 0) continue;
     if (s.name.startsWith('_') || s.name.startsWith('tareador_') || RUNTIME_GLOBALS.has(s.name)) continue;
     if (s.name.indexOf('@') >= 0) continue;
     const id = shadow.addObject(s.address, s.size, 1, s.address, 0);
     globalNames[id] = s.name;
   }
+}
+
+/* The program's functions as sorted {start, end} pairs, for naming stack frames by their owner
+ * (shadow.c's tr_set_functions). */
+function setFunctions(shadow, modules) {
+  const ranges = [];
+  for (const m of modules)
+    for (const s of m.enumerateSymbols())
+      if (s.type === 'function' && s.size && !s.address.isNull()) ranges.push([s.address, s.address.add(s.size)]);
+  ranges.sort((a, b) => a[0].compare(b[0]));
+  const table = Memory.alloc(16 * Math.max(1, ranges.length));
+  ranges.forEach(([start, end], i) => {
+    table.add(16 * i).writePointer(start);
+    table.add(16 * i + 8).writePointer(end);
+  });
+  fn(shadow.lib, 'tr_set_functions', 'void', ['pointer', 'uint64'])(table, ranges.length);
+  return table;
 }
 
 function hookAllocator(cm) {
@@ -103,19 +123,36 @@ function hookAllocator(cm) {
   }
 }
 
+/* Where the program's calls of a shared library's function land: the address its imports were
+ * bound to (an indirect function's chosen variant, an interposed definition), and the export.
+ * imports: the executable's, by name. */
+function libraryEntries(f, imports) {
+  const found = new Set(imports.get(f.name) || []);
+  const exported = Module.findGlobalExportByName(f.name);
+  if (exported !== null) found.add(exported.toString());
+  if (found.size === 0) throw new Error(`${f.name} (of ${f.library}) is not in the program's loaded libraries`);
+  return [...found].map(a => ptr(a));
+}
+
 /* The functions whose calls are tasks (--task-function): {count, then (entry, name) pairs sorted
  * by entry} for transform.c, given as offsets from the executable's base (the driver reads them
- * from its symbol table); and the return stub their calls come back through (shadow.c). The
- * stub runs under Stalker after the callout set tr_return_to: it puts that address where its
- * return address was and returns there, keeping every register and the flags. */
+ * from its symbol table) or, for a library's function, found in the loaded libraries; and the
+ * return stub their calls come back through (shadow.c). The stub runs under Stalker after the
+ * callout set tr_return_to: it puts that address where its return address was and returns
+ * there, keeping every register and the flags. */
 function taskFunctions(requested, lib) {
   const base = Process.mainModule.base;
   const entries = [];
   const names = [];
+  const imports = new Map();
+  if ((requested || []).some(f => f.library))
+    for (const imp of Process.mainModule.enumerateImports())
+      if (imp.address) imports.set(imp.name, (imports.get(imp.name) || []).concat([imp.address.toString()]));
   for (const f of requested || []) {
     const name = Memory.allocUtf8String(f.name);
     names.push(name);
-    for (const offset of f.offsets) entries.push({ address: base.add(offset), name });
+    const addresses = f.library ? libraryEntries(f, imports) : f.offsets.map(offset => base.add(offset));
+    for (const address of addresses) entries.push({ address, name });
   }
   entries.sort((a, b) => a.address.compare(b.address));
   const table = Memory.alloc(8 * (1 + 2 * entries.length));
@@ -170,13 +207,15 @@ function loadNative(options) {
   if (shadow.init(options.bufferRecords, uint64(stack.low.toString()), uint64(stack.high.toString())) !== 0)
     throw new Error('cannot allocate shadow memory');
   shadow.addObject(stack.low, STACK_SPAN, KIND_STACK, ptr(0), 1);
-  registerGlobals(shadow);
 
   const ignored = new Set([lib.name, 'ld-linux-x86-64.so.2', 'linux-vdso.so.1'].concat(options.ignoredModules));
   const analysed = Process.enumerateModules().filter(m => !ignored.has(m.name) && !m.name.startsWith('libtareador'));
   const system = new Set(options.systemModules);
   const program = analysed.filter(m => m.path === Process.mainModule.path ||
     !(system.has(m.name) || m.name.startsWith('libc.so') || SYSTEM_DIRECTORIES.some(d => m.path.startsWith(d))));
+  const own = new Set(options.ownLibraries);
+  registerGlobals(shadow, program.filter(m => m.path === Process.mainModule.path || own.has(m.path)));
+  const functionRanges = setFunctions(shadow, program);
   const markers = Memory.alloc(8 * 7);
   /* tareador explore: the candidate functions are the tasks, not the program's own markers. */
   const found = MARKER_NAMES.map((name, k) => (k === 0 || (options.explore && (k === MARK.START || k === MARK.END))
@@ -221,14 +260,14 @@ function loadNative(options) {
   for (const name of ['tr_enter_allocator', 'tr_leave_allocator', 'tr_add_object', 'tr_add_latent', 'tr_claim',
     'tr_remove_object_at', 'tr_unmap', 'tr_move_object', 'tr_mark_written'])
     symbols[name] = lib.getExportByName(name);
-  for (const name of ['tr_function_enter', 'tr_function_return', 'tr_return_stub'])
+  for (const name of ['tr_function_enter', 'tr_function_return', 'tr_return_stub', 'tr_xsave_bytes'])
     symbols[name] = lib.getExportByName(name);
   const functions = taskFunctions(options.taskFunctions, lib);
   symbols.tareador_functions = functions.table;
   const transform = new CModule(options.transformSource, symbols);
   const allocations = new CModule(options.allocationsSource, symbols);
   return { shadow, transform, allocations, mpi: null, markers: found, thread, blocks, symbols, program, calls,
-    functions,
+    functions, functionRanges,
     patterns: options.patterns ? [fn(lib, 'tr_pattern_rows', 'pointer', ['pointer']),
       fn(lib, 'tr_pattern_times', 'pointer', ['pointer'])] : null,
     patternsDropped: fn(lib, 'tr_patterns_dropped', 'uint64', []) };
@@ -326,6 +365,32 @@ function describe(address) {
     module: s.moduleName || '', path: m ? m.path : '', offset: m ? address.sub(m.base).toInt32() : 0 };
 }
 
+/* The program's GOT slots by address, and the imports they hold. */
+let importSlots = null;
+
+/* A call through the PLT (cblas_dgemm@plt) targets a stub without a symbol (Frida names it by
+ * its offset, 0x1090): its name is the import whose GOT slot the stub jumps through (endbr64,
+ * then a jmp, maybe bnd, via [rip+d]). */
+function describeCallee(address) {
+  const d = describe(address);
+  if (d.function !== '' && !d.function.startsWith('0x')) return d;
+  try {
+    let insn = Instruction.parse(address);
+    if (insn.mnemonic === 'endbr64') insn = Instruction.parse(insn.next);
+    const op = insn.operands[0];
+    if (!insn.mnemonic.endsWith('jmp') || op === undefined || op.type !== 'mem' || op.value.base !== 'rip') return d;
+    if (importSlots === null) {
+      importSlots = new Map();
+      for (const m of native.program)
+        for (const imp of m.enumerateImports()) if (imp.slot) importSlots.set(imp.slot.toString(), imp.name);
+    }
+    d.function = importSlots.get(insn.next.add(op.value.disp).toString()) || '';
+  } catch (e) {
+    /* Not readable code: left unnamed. */
+  }
+  return d;
+}
+
 /* Under Stalker a fault happens in Frida's copy of the code, outside every module: name the
  * instruction it copies. */
 function originalAddress(address) {
@@ -373,7 +438,7 @@ function finish(ending) {
   for (let i = 0; i < calls.n; i++)
     for (const at of [8, 16]) {
       const p = ptr('0x' + callView.getBigUint64(88 * i + at, true).toString(16));
-      if (!(p.toString() in callSites)) callSites[p.toString()] = describe(p);
+      if (!(p.toString() in callSites)) callSites[p.toString()] = at === 16 ? describeCallee(p) : describe(p);
     }
   const status = s.status();
   const error = { code: status.error, task: status.errorTask, name: status.errorName };

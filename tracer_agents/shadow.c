@@ -28,6 +28,7 @@
  * (and see sys() below).
  */
 #define _GNU_SOURCE
+#include <cpuid.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -50,11 +51,12 @@ enum { ERROR_NONE = 0, ERROR_END_WITHOUT_START = 1, ERROR_END_MISMATCH = 2, ERRO
 
 typedef struct { uint64_t address; uint64_t info; } AccessRecord;
 
-/* Layout shared with transform.c: keep the first three fields in this order. */
+/* Layout shared with transform.c: keep the first five fields in this order. */
 typedef struct {
   AccessRecord *cursor;
   AccessRecord *limit;
   uint64_t instructions;
+  uint64_t string_start[2];   /* rdi and rsi before a repeated string instruction (transform.c) */
   AccessRecord *buffer;
   uint64_t buffer_records;
   uint64_t accesses;
@@ -305,15 +307,15 @@ static inline int same_instance(uint32_t w, uint32_t me) {
 }
 
 
-/* A task instance's private stack (below the stack pointer where it started) is shared with its
- * descendants only, and frames there are reused by one call after another: an access there (by
+/* A task instance's private stack (below the stack pointer its creator had when it called the
+ * start marker or the task function) is shared with its descendants only, and frames there are reused by one call after another: an access there (by
  * the instance or a descendant) depends on a fragment only if that fragment is the instance or a
  * descendant (its id is not below the instance's first: everything after that in the sequential
  * run is the instance or its descendants) and, for a descendant, the byte was not in its own
  * private stack, a dead frame (a child's write into its parent's local, as fib's
  * x = fib(n - 1) read after the taskwait, counts; the child's own frames, reused by the parent
- * after it returned, do not). Outside a private stack every writer counts. */
-static int owned_stack;        /* analyse() is in an open instance's private stack ... */
+ * after it returned, do not). main owns the rest of the thread's stack (analyse). */
+static int owned_stack;        /* analyse() is in an instance's private stack (main's included) ... */
 static uint32_t edge_floor;    /* ... whose first fragment is this, on behalf of ... */
 static uint32_t running;       /* ... this instance (its earlier fragments are ordered before it anyway) */
 static uint64_t *instance_top; static uint64_t top_capacity;  /* per fragment: its private stack's top, 0 none */
@@ -479,19 +481,23 @@ static void spell_out(ShadowChunk *c, uint64_t p) {
 
 enum { SET_RESET,    /* bytes get (no writer, no reader, object value): a new object, or none */
        SET_RENAME,   /* bytes get object value and keep their history (stack frames, realloc) */
-       SET_WRITTEN   /* the bytes of an object get writer value (calloc, realloc's moved bytes) */ };
+       SET_HISTORY   /* the bytes of an object get writer and last reader value: WRITER_READER(w, r)
+                        (calloc's zeros, realloc's moved bytes) */ };
 
-static inline void apply(Shadow *x, int how, uint32_t value) {
-  if (how == SET_RESET) *x = (Shadow) { 0, 0, value };
-  else if (how == SET_RENAME) x->object = value;
-  else if (x->object) x->writer = value;
+#define WRITER_READER(writer, reader) ((uint64_t) (writer) | (uint64_t) (reader) << 32)
+
+static inline void apply(Shadow *x, int how, uint64_t value) {
+  if (how == SET_RESET) *x = (Shadow) { 0, 0, (uint32_t) value };
+  else if (how == SET_RENAME) x->object = (uint32_t) value;
+  else if (x->object) { x->writer = (uint32_t) value; x->reader = (uint32_t) (value >> 32); }
 }
 
-static void update_bytes(ShadowChunk *c, uint64_t i, uint64_t end, int how, uint32_t value);
+static void update_bytes(ShadowChunk *c, uint64_t i, uint64_t end, int how, uint64_t value);
 
 /* Whole pages [p, end): the page words say it; only split granules, and the writers written
- * since, change. */
-static void update_pages(ShadowChunk *c, uint64_t p, uint64_t end, int how, uint32_t value) {
+ * since, change. A page has a writer word but no reader word: history with a reader goes to
+ * its granules. */
+static void update_pages(ShadowChunk *c, uint64_t p, uint64_t end, int how, uint64_t value) {
   if (how == SET_RESET) {
     clear_pages(c, p, end);
     for (; p < end; p++) {
@@ -501,30 +507,30 @@ static void update_pages(ShadowChunk *c, uint64_t p, uint64_t end, int how, uint
     return;
   }
   for (; p < end; p++) {
-    if (how == SET_WRITTEN && !c->page_object[p]) {
+    if (how == SET_HISTORY && (!c->page_object[p] || value >> 32)) {
       update_bytes(c, p * PAGE, (p + 1) * PAGE, how, value);
       continue;
     }
-    if (how == SET_RENAME) c->page_object[p] = value;
-    else c->page_writer[p] = value;
+    if (how == SET_RENAME) c->page_object[p] = (uint32_t) value;
+    else c->page_writer[p] = (uint32_t) value;
     for (uint64_t g = p * PAGE_GRANULES; c->touched[p] && g < (p + 1) * PAGE_GRANULES; g++) {
       Granule *x = &c->granule[g];
       if (x->writer & SPLIT)
         for (int k = 0; k < GRANULE; k++) apply(&splits[x->writer & ~SPLIT].byte[k], how, value);
-      else if (x->writer && how == SET_WRITTEN) x->writer = value;
+      else if (x->writer && how == SET_HISTORY) x->writer = (uint32_t) value;
     }
   }
 }
 
 /* Bytes [i, end) of one page, granule by granule. */
-static void update_bytes(ShadowChunk *c, uint64_t i, uint64_t end, int how, uint32_t value) {
-  if (how != SET_WRITTEN && c->page_object[i / PAGE]) spell_out(c, i / PAGE);
+static void update_bytes(ShadowChunk *c, uint64_t i, uint64_t end, int how, uint64_t value) {
+  if (how != SET_HISTORY && c->page_object[i / PAGE]) spell_out(c, i / PAGE);
   while (i < end) {
     uint64_t g = i / GRANULE, off = i % GRANULE, take = GRANULE - off < end - i ? GRANULE - off : end - i;
     i += take;
     if (!(c->granule[g].writer & SPLIT)) {
       Shadow x = effective(c, g);
-      if (how == SET_WRITTEN && !x.object) continue;
+      if (how == SET_HISTORY && !x.object) continue;
       if (take == GRANULE) {
         apply(&x, how, value);
         store(c, g, x);
@@ -539,7 +545,7 @@ static void update_bytes(ShadowChunk *c, uint64_t i, uint64_t end, int how, uint
 }
 
 /* The bytes [address, address + size); create: map chunks not yet mapped. */
-static void set_range(uint64_t address, uint64_t size, int how, uint32_t value, int create) {
+static void set_range(uint64_t address, uint64_t size, int how, uint64_t value, int create) {
   for (uint64_t end = address + size; address < end;) {
     uint64_t chunk_end = (address | (CHUNK_SIZE - 1)) + 1;
     uint64_t stop = end < chunk_end ? end : chunk_end;
@@ -648,19 +654,21 @@ static void analyse_in_chunk(ShadowChunk *c, uint64_t base, uint64_t i, uint64_t
 
 static void analyse_range(uint64_t address, uint64_t end, int is_write, int program, uint32_t me, EdgeRuns *runs);
 
-/* The part of an access inside the open instances' private stacks is analysed one instance's
- * stack at a time, innermost first, each with its owner's floor (dead_frame); the running
- * instance's own is not a clause of the task for hints (private_access). */
+/* The part of an access inside the thread's stack is analysed one owner's private stack at a time,
+ * innermost first, each with its owner's floor (dead_frame): the open instances', then main's,
+ * which is the rest of the stack (main's code is a parent like any other: it never depends on a
+ * child's dead frames). The running instance's own private stack is not a clause of the task for
+ * hints (private_access); main's accesses are all noted. */
 static void analyse(uint64_t address, uint64_t size, int is_write, int program, uint32_t me, EdgeRuns *runs) {
   uint64_t end = address + size;
-  if (tr_state.depth && address < instance_top[open_tasks[0]] && end > tr_state.stack_low) {
+  if (address < tr_state.stack_high && end > tr_state.stack_low) {
     owned_stack = 1;
     running = tasks[tr_state.current].instance;
-    for (uint32_t d = tr_state.depth; d-- > 0 && address < end;) {
-      uint64_t top = instance_top[open_tasks[d]], stop = end < top ? end : top;
+    for (uint32_t d = tr_state.depth + 1; d-- > 0 && address < end;) {
+      uint64_t top = d ? instance_top[open_tasks[d - 1]] : tr_state.stack_high, stop = end < top ? end : top;
       if (address >= top) continue;
-      edge_floor = open_tasks[d];
-      private_access = d == tr_state.depth - 1;
+      edge_floor = d ? open_tasks[d - 1] : main_instance;
+      private_access = d && d == tr_state.depth;
       analyse_range(address, stop, is_write, program, me, runs);
       address = stop;
     }
@@ -768,18 +776,23 @@ void tr_unmap(uint64_t address, uint64_t length) {
   if (id && objects[id - 1].address == address && length >= objects[id - 1].size) tr_remove_object_at(address);
 }
 
-/* The bytes [from, from + size) that share one writer: a page never touched, a whole granule,
- * or a byte of a split one. */
-static uint64_t same_writer(uint64_t from, uint64_t size, uint32_t *writer) {
+/* The bytes [from, from + size) that share one history (writer and last reader): a page never
+ * touched, a whole granule, or a byte of a split one. */
+static uint64_t same_history(uint64_t from, uint64_t size, uint64_t *history) {
   ShadowChunk *c = chunk_of(from, 0);
   uint64_t i = from & (CHUNK_SIZE - 1), span;
-  if (!c) { *writer = 0; span = CHUNK_SIZE - i; }
-  else if (!c->touched[i / PAGE]) { *writer = c->page_writer[i / PAGE]; span = PAGE - i % PAGE; }
-  else { *writer = byte_at(c, i).writer; span = c->granule[i / GRANULE].writer & SPLIT ? 1 : GRANULE - i % GRANULE; }
+  if (!c) { *history = 0; span = CHUNK_SIZE - i; }
+  else if (!c->touched[i / PAGE]) { *history = c->page_writer[i / PAGE]; span = PAGE - i % PAGE; }
+  else {
+    Shadow x = byte_at(c, i);
+    *history = WRITER_READER(x.writer, x.reader);
+    span = c->granule[i / GRANULE].writer & SPLIT ? 1 : GRANULE - i % GRANULE;
+  }
   return span < size ? span : size;
 }
 
-/* realloc(): the new block inherits the last writer of every byte it keeps. by_system: a system
+/* realloc(): the new block inherits the last writer and last reader of every byte it keeps, as
+ * if the bytes had stayed where they were. by_system: a system
  * library resized the block (getline growing its line), which stays what it was, latent or the
  * program's, and keeps its name; a block it makes from nothing is latent. */
 void tr_move_object(uint64_t old_address, uint64_t new_address, uint64_t new_size, uint64_t site, uint32_t by_system) {
@@ -803,20 +816,20 @@ void tr_move_object(uint64_t old_address, uint64_t new_address, uint64_t new_siz
   }
   if (fresh < 0) return;
   uint64_t moved = old_size < new_size ? old_size : new_size;
-  /* Runs of bytes with one writer; the new block is fresh, so bytes nobody wrote need nothing. */
-  uint64_t start = 0;
-  uint32_t writer = 0;
+  /* Runs of bytes with one history; the new block is fresh, so bytes nobody wrote or read need
+   * nothing. */
+  uint64_t start = 0, history = 0;
   for (uint64_t k = 0; k < moved;) {
-    uint32_t w;
-    uint64_t span = same_writer(old_address + k, moved - k, &w);
-    if (w != writer) {
-      if (writer) set_range(new_address + start, k - start, SET_WRITTEN, writer, 0);
+    uint64_t h;
+    uint64_t span = same_history(old_address + k, moved - k, &h);
+    if (h != history) {
+      if (history) set_range(new_address + start, k - start, SET_HISTORY, history, 0);
       start = k;
-      writer = w;
+      history = h;
     }
     k += span;
   }
-  if (writer) set_range(new_address + start, moved - start, SET_WRITTEN, writer, 0);
+  if (history) set_range(new_address + start, moved - start, SET_HISTORY, history, 0);
   if (new_address >= old_address + old_size || new_address + new_size <= old_address)
     fill_range(old_address, old_size, 0, 0);
 }
@@ -824,7 +837,7 @@ void tr_move_object(uint64_t old_address, uint64_t new_address, uint64_t new_siz
 /* calloc(): the allocating task instance wrote the zeros. */
 void tr_mark_written(uint64_t address, uint64_t size) {
   if (!tr_state.following) return;
-  set_range(address, size, SET_WRITTEN, tr_state.current + 1, 0);
+  set_range(address, size, SET_HISTORY, WRITER_READER(tr_state.current + 1, 0), 0);
 }
 
 /* ---- task instances ---- */
@@ -888,6 +901,97 @@ static void resume_instance(uint32_t instance) {
   if (id >= 0) tr_state.current = (uint32_t) id;
 }
 
+/* ---- stack frames: named by the function that owns them ----
+ * A frame is an object per (function, frame top): the same function's frame at the same place
+ * (a loop's calls, its other task creations) is one object, extended downwards when it reaches
+ * lower (the stack arguments of a call); another function's frame at the same addresses is
+ * another object, and the bytes are renamed to whichever frame owns them at each task start. */
+
+static const uint64_t *function_ranges; static uint64_t function_count;   /* {start, end}, sorted */
+
+/* agent.js: the program's functions, from its symbol tables. */
+void tr_set_functions(const uint64_t *ranges, uint64_t count) { function_ranges = ranges; function_count = count; }
+
+/* The start of the function holding code address site, or site itself where no symbol says. */
+static uint64_t owner_of(uint64_t site) {
+  uint64_t low = 0, high = function_count;
+  while (low < high) {
+    uint64_t mid = (low + high) / 2;
+    if (function_ranges[2 * mid] <= site) low = mid + 1;
+    else high = mid;
+  }
+  return low && site < function_ranges[2 * low - 1] ? function_ranges[2 * low - 2] : site;
+}
+
+static uint32_t *frame_slots; static uint64_t frame_mask, frame_count;   /* object id + 1, 0 empty */
+
+static uint64_t frame_hash(uint64_t top, uint64_t owner) {
+  uint64_t h = top * 0x9E3779B97F4A7C15ULL ^ owner * 0xC2B2AE3D27D4EB4FULL;
+  return h ^ (h >> 31);
+}
+
+static int is_frame(uint32_t id, uint64_t top, uint64_t owner) {
+  const ObjectRow *o = &objects[id];
+  return o->kind == KIND_STACK && o->address + o->size == top && owner_of(o->site) == owner;
+}
+
+/* The slot of frame (top, owner): holding its object, or empty. */
+static uint32_t *frame_slot(uint64_t top, uint64_t owner) {
+  for (uint64_t s = frame_hash(top, owner) & frame_mask;; s = (s + 1) & frame_mask)
+    if (!frame_slots[s] || is_frame(frame_slots[s] - 1, top, owner)) return &frame_slots[s];
+}
+
+/* Room for one more frame (at most half the slots full); 0 when out of memory. */
+static int frame_room(void) {
+  if (frame_slots && (frame_count + 1) * 2 <= frame_mask + 1) return 1;
+  uint64_t size = frame_slots ? (frame_mask + 1) * 2 : 1024;
+  uint32_t *old = frame_slots, *fresh = map(size * sizeof(uint32_t));
+  if (!fresh) return 0;
+  uint64_t old_size = old ? frame_mask + 1 : 0;
+  frame_slots = fresh;
+  frame_mask = size - 1;
+  for (uint64_t s = 0; s < old_size; s++)
+    if (old[s]) {
+      const ObjectRow *o = &objects[old[s] - 1];
+      *frame_slot(o->address + o->size, owner_of(o->site)) = old[s];
+    }
+  if (old) sys(SYS_munmap, (long) old, (long) (old_size * sizeof(uint32_t)), 0, 0, 0, 0);
+  return 1;
+}
+
+/* Whether every byte of [low, high) is of object id (+1) already. */
+static int named_wholly(uint64_t low, uint64_t high, uint32_t id) {
+  while (low < high) {
+    ShadowChunk *c = chunk_of(low, 0);
+    uint64_t i = low & (CHUNK_SIZE - 1);
+    if (!c) return 0;
+    if (c->page_object[i / PAGE]) {
+      if (c->page_object[i / PAGE] != id) return 0;
+      low += PAGE - i % PAGE;
+      continue;
+    }
+    if (byte_at(c, i).object != id) return 0;
+    low += c->granule[i / GRANULE].writer & SPLIT ? 1 : GRANULE - i % GRANULE;
+  }
+  return 1;
+}
+
+/* The frame [low, top) whose code returns to site (an address in its function) owns its bytes
+ * from now on, keeping their history. */
+static void name_frame(uint64_t low, uint64_t top, uint64_t site) {
+  uint64_t owner = owner_of(site);
+  if (!frame_room()) return;
+  uint32_t *slot = frame_slot(top, owner);
+  if (!*slot) {
+    int64_t id = tr_add_object(low, top - low, KIND_STACK, site, 1);
+    if (id >= 0) { *slot = (uint32_t) id + 1; frame_count++; }
+    return;
+  }
+  ObjectRow *o = &objects[*slot - 1];
+  if (low < o->address) { o->size += o->address - low; o->address = low; }
+  if (!named_wholly(low, top, *slot)) fill_range(low, top - low, *slot, 1);
+}
+
 /* Names the live frames above a task's start (frame-pointer chain; -O0 code keeps one) so that
  * dependencies through a caller's local arrays say whose locals they are. */
 static void register_frames(uint64_t sp, uint64_t rbp) {
@@ -895,10 +999,7 @@ static void register_frames(uint64_t sp, uint64_t rbp) {
   for (int depth = 0; depth < 32; depth++) {
     if (rbp <= low || rbp < tr_state.stack_low || rbp + 16 > tr_state.stack_high || (rbp & 7)) return;
     uint64_t high = rbp + 16;
-    uint32_t id = object_at(low);
-    ObjectRow *o = id ? &objects[id - 1] : NULL;
-    if (!o || o->kind != KIND_STACK || o->address != low || o->size != high - low)
-      tr_add_object(low, high - low, KIND_STACK, site, 1);
+    name_frame(low, high, site);
     site = *(uint64_t *) (rbp + 8);
     low = high;
     rbp = *(uint64_t *) rbp;
@@ -907,6 +1008,7 @@ static void register_frames(uint64_t sp, uint64_t rbp) {
 
 static void restore_return_addresses(void);
 static int returning_from_function;  /* tr_marker is closing a task function (tr_function_return) */
+static int entering_function;  /* tr_marker is opening one (tr_function_enter): its call is a body, not a marker's */
 
 /* A marker was reached: kind is MARK_*, argument is its argument, sp the stack pointer at the
  * marker's first instruction (pointing at the return address into the caller). */
@@ -916,7 +1018,7 @@ void tr_marker(uint32_t kind, uint64_t argument, uint64_t sp, uint64_t return_ad
    * task function's return comes back from the call that was its body: that one stays.) */
   CallRow *last_call = call_count ? &call_rows[call_count - 1] : NULL;
   if (last_call && last_call->fragment == tr_state.current && last_call->site + 5 == return_address
-      && !returning_from_function) call_count--;
+      && !returning_from_function && !entering_function) call_count--;
   switch (kind) {
   case MARK_ON:
     if (tr_state.following) break;
@@ -944,7 +1046,8 @@ void tr_marker(uint32_t kind, uint64_t argument, uint64_t sp, uint64_t return_ad
     if (id < 0) break;
     open_tasks[tr_state.depth++] = (uint32_t) id;
     tr_state.current = (uint32_t) id;
-    instance_top[id] = sp;
+    instance_top[id] = sp + 8;   /* the creator's stack pointer before its call: the slot of that
+                                  * call's return address is the task's (it returns through it) */
     break;
   }
   case MARK_END: {
@@ -1003,7 +1106,9 @@ void tr_function_enter(const char *name, uint64_t sp, uint64_t rbp) {
   if (tail) return_address = open_calls[open_call_count - 1].return_address;
   uint32_t depth = tr_state.depth;
   *slot = return_address;   /* register_frames names the caller's frame by it */
+  entering_function = 1;
   tr_marker(MARK_START, (uint64_t) name, sp, return_address, rbp);
+  entering_function = 0;
   if (tr_state.depth == depth || open_call_count == MAX_DEPTH) {   /* too deep: left as an ordinary call */
     if (tail) *slot = tr_return_stub;
     return;
@@ -1087,7 +1192,19 @@ void *tr_map_at(uint64_t hint, uint64_t bytes) {
 /* mpi.c keeps its tables in memory it grows through here (a CModule's statics are read-only). */
 void *tr_grow(void *table, uint64_t *capacity, uint64_t row_size) { return grow(table, capacity, row_size); }
 
+/* The bytes an xsave writes (and an xrstor reads) for every state component enabled in XCR0:
+ * CPUID leaf 0xD's EBX, the standard format's size. transform.c records that whole area, which
+ * is exact for xsave and xrstor with all components requested (as the C library's use) and
+ * conservative for a smaller request or the compacted xsavec. */
+uint64_t tr_xsave_bytes;
+
+static uint64_t xsave_bytes(void) {
+  unsigned int a, b, c, d;
+  return __get_cpuid_count(0xd, 0, &a, &b, &c, &d) ? b : 512;
+}
+
 int tr_init(uint64_t buffer_records, uint64_t stack_low, uint64_t stack_high) {
+  tr_xsave_bytes = xsave_bytes();
   directory = map(DIRECTORY_SIZE * sizeof(ShadowChunk *));
   tr_state.buffer = map(buffer_records * sizeof(AccessRecord));
   edge_slots = map(1024 * sizeof(uint32_t));

@@ -12,23 +12,29 @@ one instance (distinct instances it depends on or that depend on it, main's code
 c_i the sum over the time its instances run of time / number of instances running at once
 (on the simulated target machine); the highest cost is broken, ties by name. Every visited
 decomposition is simulated on the target machine (heuristic 2: the whole walk is made and the
-best kept), and the best is the highest speedup, ties to fewer instances. Each decomposition
-is a merge of the recorded one (tareador.taskgraph.decompose), never a new trace.
+best kept). Speedups within a tolerance of the highest are ties, and ties go to fewer
+instances: a finer decomposition 0.03 % faster is not worth its many more tasks, as a
+simulated figure is no closer than that to a real run. The best step's idle task types (timers,
+set-up code that happened to be functions: in all no more work than the tolerance of its
+T-inf, and no speedup lost beyond the tolerance without them) are then dropped from it, the
+cheapest first. Each decomposition is a merge of the recorded one
+(tareador.taskgraph.decompose), never a new trace.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from tareador.analyses.speedup import parallelism_profile, study
 from tareador.simulation.machine import Machine
-from tareador.taskgraph.decompose import merge, recording, task_tree
+from tareador.taskgraph.decompose import Recording, merge, recording, task_tree
 from tareador.taskgraph.model import RAW, TaskTrace
 
 METRICS = ("length", "dependencies", "concurrency")
 DEFAULT_WEIGHTS = (1.0, 1.0, 3.0)
+DEFAULT_TOLERANCE = 0.01  # speedups within 1 % of each other are ties
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,7 @@ class Step:
     speedup: float  # over T1
     costs: tuple[TypeCost, ...]  # of its task types, by name
     broken: str | None  # the type broken to reach the next step (None: sequential code, the end)
+    dropped: tuple[str, ...] = ()  # the best only: types of step `index` that changed nothing, not tasks here
 
     @property
     def parallelism(self) -> float:
@@ -72,28 +79,37 @@ class Step:
 @dataclass
 class Exploration:
     steps: list[Step]
+    best: Step  # the step of the walk chosen (see best_step), without the types that changed nothing
     cores: int | None
     policy: str
     weights: tuple[float, float, float]
     rate: float
     candidates: tuple[str, ...] = field(default=())  # the types of the recorded (finest) decomposition
+    tolerance: float = DEFAULT_TOLERANCE
 
-    @property
-    def best(self) -> Step:
-        """Highest simulated speedup; ties: fewer instances, then the earlier step."""
-        return max(self.steps, key=lambda s: (s.speedup, -s.instances, -s.index))
+
+def best_step(steps: list[Step], tolerance: float) -> Step:
+    """Of the steps whose speedup is within tolerance (a fraction) of the highest, the one with
+    the fewest instances; then the higher speedup, then the earlier step."""
+    highest = max(s.speedup for s in steps)
+    ties = [s for s in steps if s.speedup >= highest * (1 - tolerance)]
+    return min(ties, key=lambda s: (s.instances, -s.speedup, s.index))
 
 
 def explore(finest: TaskTrace, cores: int | None, machine: Machine, policy: str = "cp",
             weights: tuple[float, float, float] = DEFAULT_WEIGHTS, overhead: int | None = None,
-            progress=None) -> Exploration:
+            progress=None, tolerance: float = DEFAULT_TOLERANCE) -> Exploration:
     """The thesis' walk from main's calls down to sequential code over the recorded run."""
     top, children = task_tree(finest)
     recorded = recording(finest)
     current, broken = set(top), set()
     steps = []
+
+    def evaluate(tasks: set[str], index: int) -> Step:
+        return _evaluate(index, merge(recorded, tasks), cores, machine, policy, weights, overhead)
+
     while True:
-        step = _evaluate(len(steps), merge(recorded, current), cores, machine, policy, weights, overhead)
+        step = evaluate(current, len(steps))
         steps.append(step)
         if progress is not None:
             progress(step)
@@ -102,7 +118,30 @@ def explore(finest: TaskTrace, cores: int | None, machine: Machine, policy: str 
         broken.add(step.broken)
         current = (current - {step.broken}) | (children.get(step.broken, frozenset()) - broken)
     types = sorted({t.name for t in finest.fragments if not t.is_main})
-    return Exploration(steps, cores, policy, tuple(weights), machine.rate, tuple(types))
+    best = _without_idle_types(best_step(steps, tolerance), max(s.speedup for s in steps) * (1 - tolerance),
+                               tolerance, recorded, evaluate)
+    return Exploration(steps, best, cores, policy, tuple(weights), machine.rate, tuple(types), tolerance)
+
+
+def _without_idle_types(step: Step, floor: float, tolerance: float, recorded: Recording, evaluate) -> Step:
+    """The step without its idle types: those whose instances do at most tolerance x T-inf of
+    work in all, in the step's decomposition (a timer, a descriptor's set-up: their being tasks
+    cannot be what makes it fast) and, folded into their creators, keep the speedup at least
+    floor. Tried one at a time, the least work first."""
+    work: dict[str, int] = {}
+    for t in merge(recorded, set(step.tasks)).fragments:
+        if not t.is_main:
+            work[t.name] = work.get(t.name, 0) + t.instructions
+    kept, dropped, best = set(step.tasks), [], step
+    for name in sorted(step.tasks, key=lambda n: (work.get(n, 0), n)):
+        if work.get(name, 0) > tolerance * step.tinf:
+            break
+        trial = evaluate(kept - {name}, step.index)
+        if trial.speedup >= floor:
+            kept.discard(name)
+            dropped.append(name)
+            best = trial
+    return replace(best, broken=None, costs=(), dropped=tuple(sorted(dropped))) if dropped else step
 
 
 def _evaluate(index: int, trace: TaskTrace, cores: int | None, machine: Machine, policy: str,

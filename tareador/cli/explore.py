@@ -40,7 +40,11 @@ def register(subparsers) -> None:
                    help="the functions that may become tasks (default: every function of the program)")
     p.add_argument("--weights", default="1,1,3", metavar="P1,P2,P3",
                    help="exponents of the length, dependency and concurrency costs (default 1,1,3)")
-    add_machine_options(p)
+    p.add_argument("--tolerance", default="1", metavar="PERCENT",
+                   help="speedups within this percentage of the highest are ties, which go to fewer task "
+                        "instances (default 1)")
+    add_machine_options(p, cores_help=f"the one core count of the target machine, 'inf' = unbounded (default "
+                                      f"{DEFAULT_CORES}; with --machine, all its cores)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr while tracing")
     p.add_argument("target", nargs=argparse.REMAINDER, metavar="DIR | -- PROGRAM [ARGS]",
                    help="a trace directory, or the program and its arguments")
@@ -58,6 +62,18 @@ def weight_list(text: str) -> tuple[float, float, float]:
         raise UserError(f"--weights: {text!r} is not three numbers >= 0 (exponents of the length, dependency and "
                         "concurrency costs), e.g. 1,1,3")
     return weights
+
+
+def tolerance_fraction(text: str) -> float:
+    """--tolerance 1 or 1%: 0.01."""
+    try:
+        percent = float(text.strip().removesuffix("%"))
+    except ValueError:
+        percent = -1.0
+    if not 0 <= percent < 100:
+        raise UserError(f"--tolerance: {text!r} is not a percentage from 0 to 100, e.g. --tolerance 1 (speedups "
+                        "within 1 % of the highest are ties)")
+    return percent / 100
 
 
 def _cores(args, machine) -> int | None:
@@ -99,6 +115,7 @@ def run(args) -> int:
         if not argv:
             raise UserError("give a trace directory or a program: tareador explore DIR, tareador explore -- ./prog")
     weights = weight_list(args.weights)
+    tolerance = tolerance_fraction(args.tolerance)
     machine, _, policy = machine_options(args)
     cores = _cores(args, machine)
     if argv is not None:
@@ -113,7 +130,7 @@ def run(args) -> int:
                             "candidates); check tareador_ON/OFF or --candidates")
         raise UserError(f"{directory} has no task instances to explore: record one with tareador explore -- ./prog")
     try:
-        result = explore(finest, cores, machine, policy, weights, args.overhead)
+        result = explore(finest, cores, machine, policy, weights, args.overhead, tolerance=tolerance)
     except ValueError as e:
         raise UserError(f"{directory}: {e}") from None
     out.mkdir(parents=True, exist_ok=True)
@@ -122,31 +139,60 @@ def run(args) -> int:
     command = argv or [finest.summary.get("program", "./prog"), *finest.summary.get("arguments", [])]
     # Only a recording's tasks are functions; another trace's are its markers' names.
     recorded = "explore_candidates" in finest.summary
-    print(format_exploration(result, shlex.join(command) if recorded else None))
+    print(format_exploration(result, shlex.join(command) if recorded else None,
+                             finest.summary.get("explore_libraries")))
     print(f"written to {out}/: {' '.join(p.name for p in written)}")
     return 0
 
 
-def format_exploration(result, program: str | None) -> str:
-    """The steps as a table and the best; program: the command line of a recording, None for another trace."""
-    lines = [f"{len(result.candidates)} candidate task types called in the analysed region; "
+def format_exploration(result, program: str | None, libraries: dict[str, str] | None = None) -> str:
+    """The steps as a table and the best; program: the command line of a recording, None for
+    another trace; libraries: the candidates that are functions of shared libraries, and theirs."""
+    libraries = _library_note(libraries or {}, set(result.candidates))
+
+    breaks = [f"{s.broken} ({s.cost_of(s.broken).dominant})" if s.broken else "-" for s in result.steps]
+    width = max([28, *map(len, breaks)])
+    lines = [f"{len(result.candidates)} candidate task types called in the analysed region{libraries}; "
              f"target {machine_name(result.cores)}, policy {result.policy}, weights (length, dependencies, concurrency) = "
              f"{', '.join(f'{w:g}' for w in result.weights)}",
              f"{'step':>4} {'types':>5} {'instances':>9} {'T1':>10} {'T-inf':>10} {'parallelism':>11} "
-             f"{'speedup':>7}  {'breaks (dominant cost)':<28} decomposition"]
-    for s in result.steps:
-        broken = f"{s.broken} ({s.cost_of(s.broken).dominant})" if s.broken else "-"
+             f"{'speedup':>7}  {'breaks (dominant cost)':<{width}} decomposition"]
+    for s, broken in zip(result.steps, breaks, strict=True):
         tasks = ",".join(s.tasks) if s.tasks else "(sequential code)"
         lines.append(f"{s.index:>4} {len(s.tasks):>5} {s.instances:>9} {human(s.t1):>10} {human(s.tinf):>10} "
-                     f"{s.parallelism:>11.2f} {s.speedup:>7.2f}  {broken:<28} {tasks}")
+                     f"{s.parallelism:>11.2f} {s.speedup:>7.2f}  {broken:<{width}} {tasks}")
+    lines += [""] + _best_lines(result)
     best = result.best
-    lines += ["", f"best: step {best.index}, speedup {best.speedup:.2f} on {machine_name(result.cores)} "
-                  f"({format_seconds(best.time)}), {best.instances} task instances"]
     if best.tasks and program is not None:
         lines.append(f"  tareador trace --task-function {','.join(best.tasks)} -- {program}")
     elif best.tasks:
         lines.append(f"  its tasks: {', '.join(best.tasks)}")
     return "\n".join(lines)
+
+
+def _library_note(libraries: dict[str, str], called: set[str]) -> str:
+    """' (2 of them functions of libblas.so.3, liblapacke.so.3)' for the candidates called."""
+    used = {name: library for name, library in libraries.items() if name in called}
+    if not used:
+        return ""
+    return f" ({len(used)} of them functions of {', '.join(sorted(set(used.values())))})"
+
+
+def _best_lines(result) -> list[str]:
+    """The best decomposition, the types dropped from its step, and a faster step it tied with."""
+    best = result.best
+    percent = f"{100 * result.tolerance:g} %"
+    step = f"step {best.index}" + (f" without {', '.join(best.dropped)}" if best.dropped else "")
+    lines = [f"best: {step}, speedup {best.speedup:.2f} on {machine_name(result.cores)} "
+             f"({format_seconds(best.time)}), {best.instances} task instances"]
+    if best.dropped:
+        lines.append(f"  ({', '.join(best.dropped)}: as tasks they change the speedup by less than {percent})")
+    fastest = max(result.steps, key=lambda s: (s.speedup, -s.index))
+    if fastest.speedup > best.speedup and not (best.dropped and fastest.index == best.index):
+        gain = 100 * (fastest.speedup / best.speedup - 1)
+        lines.append(f"  (step {fastest.index} is {gain:.2g} % faster with {fastest.instances} task instances: "
+                     f"speedups within {percent} are ties, which go to fewer instances; --tolerance)")
+    return lines
 
 
 def _write_csv(path: Path, result) -> Path:

@@ -53,11 +53,14 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def add_machine_options(p) -> None:
+CORES_HELP = ("comma-separated core counts, 'inf' = unbounded (default 1,2,4,8,16,inf; with --machine, the powers "
+              "of two up to the machine's cores, its cores, and inf); of an MPI run, cores per rank (default "
+              "1,2,4,8,inf; with --machine, up to a node's cores per rank)")
+
+
+def add_machine_options(p, cores_help: str = CORES_HELP) -> None:
     """The machine a simulation runs on: options shared by every command that simulates."""
-    p.add_argument("--cores", help="comma-separated core counts, 'inf' = unbounded (default 1,2,4,8,16,inf; with "
-                   "--machine, the powers of two up to the machine's cores, its cores, and inf); of an MPI run, "
-                   "cores per rank (default 1,2,4,8,inf; with --machine, up to a node's cores per rank)")
+    p.add_argument("--cores", help=cores_help)
     p.add_argument("--policy", choices=["cp", "fifo", "bf"],
                    help="ready tasks run longest-remaining-path first (cp), in creation order (fifo) or in the "
                         "order they became ready (bf, what OpenMP runtimes do); default: the machine file's "

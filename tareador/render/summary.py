@@ -57,9 +57,11 @@ def format_summary(trace: TaskTrace, outputs: dict[str, str | Path] | None = Non
     s = trace.summary
     main = sum(1 for t in trace.fragments if t.is_main)
     split = len(trace.fragments) - main - trace.instances
+    main_apart = "main" in trace.task_types  # a task named main: its rows apart from main's own code
+    owner = "main's own code" if main_apart else "main"
     lines = [
         f"{'task instances':<{LABEL}}{trace.instances} of {plural(len(trace.task_types), 'task type')} "
-        f"(+ {plural(main, 'fragment')} of main" + (f", + {split} where tasks create tasks)" if split else ")"),
+        f"(+ {plural(main, 'fragment')} of {owner}" + (f", + {split} where tasks create tasks)" if split else ")"),
         f"{'T1 (total work)':<{LABEL}}{human(trace.t1)} instructions",
     ]
     if not s.get("annotation_error"):
@@ -67,7 +69,7 @@ def format_summary(trace: TaskTrace, outputs: dict[str, str | Path] | None = Non
                   f"{'parallelism':<{LABEL}}{trace.parallelism:.2f}"]
     total = trace.t1 or 1
     lines.append(f"{'task type':<24} {'instances':>9} {'instructions':>14} {'share':>7}")
-    for name, n, work in work_by_type(trace)[:top]:
+    for name, n, work in work_by_type(trace, main_apart)[:top]:
         lines.append(f"{printable(name):<24} {n:>9} {human(work):>14} {100 * work / total:>6.1f}%")
     for w in s.get("warnings", []):
         lines.append(f"warning: {w}")

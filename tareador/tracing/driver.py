@@ -159,19 +159,18 @@ def _exec_through(device, argv: list[str], env: dict) -> int | None:
 
 def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RECORDS,
               ignored_modules: tuple[str, ...] = (), system_modules: tuple[str, ...] = (),
-              patterns: bool = False, task_functions: tuple = (), explore: bool = False) -> AgentResult:
+              patterns: bool = False, task_functions: tuple = (), explore: bool = False,
+              own_libraries: tuple[str, ...] = ()) -> AgentResult:
     """Spawn argv under the agent; returns the agent's result (or what is known if none came).
     patterns: also record the communication patterns (tracer_agents/patterns.c; MPI runs);
     task_functions: the TaskFunction entries whose calls are tasks; explore: record them for
-    tareador explore (the program's task markers ignored)."""
+    tareador explore (the program's task markers ignored); own_libraries: see agent.js."""
     path = check_program(argv)
     sources = toolchain.agent_sources()
     toolchain.installed_annotation_library()
     env = {"LD_BIND_NOW": "1", "GLIBC_TUNABLES": GLIBC_TUNABLES}
     frida = _import_frida()
-    device = frida.get_local_device()
-    done = threading.Event()
-    result: dict = {}
+    device, done, result = frida.get_local_device(), threading.Event(), {}
 
     def on_message(message, data):
         if message["type"] == "send" and message["payload"].get("type") == "result":
@@ -212,8 +211,9 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
                     "ignoredModules": list(ignored_modules),
                     "systemModules": list(system_modules),
                     "patterns": patterns,
-                    "taskFunctions": [{"name": f.name, "offsets": list(f.offsets)} for f in task_functions],
+                    "taskFunctions": [vars(f) for f in task_functions],
                     "explore": explore,
+                    "ownLibraries": list(own_libraries),
                 })
             except (frida.core.RPCException, frida.InvalidOperationError) as e:
                 reason = str(e).splitlines()[0].removeprefix("Error: ")  # the agent's message, not its JS stack

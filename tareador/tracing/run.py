@@ -173,9 +173,11 @@ def _mpi_warnings(mpi: dict | None, rank: int) -> list[str]:
     return warnings
 
 
-def _function_warnings(functions: list[TaskFunction], tasks) -> list[str]:
-    """What became of each --task-function: calls the compiler inlined are no calls."""
+def _function_warnings(functions: list[TaskFunction], tasks, calls) -> list[str]:
+    """What became of each --task-function: calls the compiler inlined are no calls; calls the
+    program's markers already make tasks are tasks twice."""
     made = Counter(t.name for t in tasks if t.starts_instance and not t.is_main)
+    doubled = _marked_calls(functions, tasks, calls)
     warnings = []
     for f in functions:
         inlined = f"{f.name} was inlined, compile with -fno-inline or mark it" if f.inlined else ""
@@ -184,7 +186,22 @@ def _function_warnings(functions: list[TaskFunction], tasks) -> list[str]:
                             f"{f.name} was never called inside the analysed region: it made no task")
         elif inlined:
             warnings.append(f"{inlined}: its inlined calls are not tasks")
+        if doubled[f.name]:
+            warnings.append(f"{f.name}: {doubled[f.name]} of its calls are the first call of a task the markers "
+                            "make (right after tareador_start_task), and made a second task inside it; trace "
+                            f"without --task-function {f.name} (the markers make them tasks already), or without "
+                            "those markers")
     return warnings
+
+
+def _marked_calls(functions: list[TaskFunction], tasks, calls) -> Counter:
+    """Per task function, its calls that a marked task wraps: the call the function's task
+    recorded as its body (calls.csv) is the one its parent task recorded too."""
+    names = {f.name for f in functions}
+    site = {c.task: (c.module, c.site_offset) for c in calls}
+    instance = {t.id: t.instance for t in tasks}
+    return Counter(t.name for t in tasks if t.starts_instance and t.name in names and t.id in site
+                   and not t.is_main and site.get(instance[t.parent]) == site[t.id])
 
 
 def _scope_warning(has_on: bool, analysed: bool, functions: list[TaskFunction], explore: bool) -> str | None:
@@ -197,6 +214,16 @@ def _scope_warning(has_on: bool, analysed: bool, functions: list[TaskFunction], 
         return ("the program has no tareador markers: the whole of main was traced, with the calls of "
                 + ", ".join(f.name for f in functions) + " as tasks")
     return "the program has no tareador markers: the whole of main was traced as one task"
+
+
+def _task_warnings(has_on: bool, functions: list[TaskFunction], tasks, calls, explore: bool) -> list[str]:
+    """What the summary says of the tasks: how they were made, and what was analysed."""
+    if explore:
+        warnings = ["recorded for tareador explore: every call of a candidate function is a task"]
+    else:
+        warnings = _function_warnings(functions, tasks, calls)
+    scope = _scope_warning(has_on, bool(tasks), functions, explore)
+    return warnings + ([scope] if scope else [])
 
 
 def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: bool = False,
@@ -217,7 +244,9 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
         raise TracingError(str(e)) from None
     status = StatusRow.on_stderr() if progress else None
     try:
-        result = run_agent(argv, progress=status, patterns=mpi, task_functions=tuple(functions), explore=explore)
+        own = {f.own_library for f in functions} - {None}
+        result = run_agent(argv, progress=status, patterns=mpi, task_functions=tuple(functions), explore=explore,
+                           own_libraries=tuple(sorted(own)))
     finally:
         if status:
             status.close()
@@ -228,21 +257,14 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     objects = decode.object_names(meta, objects_raw)
     tasks = decode.task_rows(meta, tasks_raw)
     deps = decode.dependency_rows(edges_raw, objects)
-    warnings = list(meta["warnings"])
-    markers = meta["markers"]
-    if explore:
-        warnings.append("recorded for tareador explore: every call of a candidate function is a task")
-    else:
-        warnings += _function_warnings(functions, tasks)
-    scope = _scope_warning(markers[0], bool(tasks), functions, explore)
-    if scope:
-        warnings.append(scope)
+    accesses, calls = decode.access_rows(meta, result.data, objects)
+    warnings = list(meta["warnings"]) + _task_warnings(meta["markers"][0], functions, tasks, calls, explore)
     problem = _annotation_problem(meta, _ending(meta)[1])
     mpi_meta = meta["mpi"]
     rank = mpi_meta["rank"] if mpi_meta and mpi_meta["rank"] >= 0 else (launch_rank() or 0)
     if mpi:
         out_dir = Path(out_dir) / f"rank-{rank}"
-    calls, comms = decode.mpi_tables(meta, result.data, objects, rank) if mpi_meta else ([], [])
+    mpi_calls, comms = decode.mpi_tables(meta, result.data, objects, rank) if mpi_meta else ([], [])
     if mpi or mpi_meta:
         warnings += _mpi_warnings(mpi_meta, rank)
     if (meta.get("patterns") or {}).get("dropped"):
@@ -252,12 +274,13 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     trace.summary = _summary(argv, meta, trace, problem, warnings, started)
     if explore:
         trace.summary["explore_candidates"] = [f.name for f in functions]
+        trace.summary["explore_libraries"] = {f.name: f.library for f in functions if f.library}
     if mpi or mpi_meta:
-        trace.summary.update(_mpi_summary(mpi_meta, rank, calls))
+        trace.summary.update(_mpi_summary(mpi_meta, rank, mpi_calls))
     save(trace, out_dir)
-    save_accesses(out_dir, *decode.access_rows(meta, result.data, objects))
+    save_accesses(out_dir, accesses, calls)
     if mpi or mpi_meta:
-        save_mpi(out_dir, calls, comms)
+        save_mpi(out_dir, mpi_calls, comms)
     recorded = decode.pattern_tables(meta, result.data)
     if recorded is not None:
         save_rank_patterns(out_dir, *recorded, end=meta["instructions"])
