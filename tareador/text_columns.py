@@ -193,7 +193,7 @@ def _plain_columns(path: Path, data: bytes, header: Sequence[str], ints: Collect
     int_at = np.array([header.index(c) for c in ints], np.int64)
     text_at = [header.index(c) for c in texts]
     values: list[list[np.ndarray]] = [[] for _ in ints]
-    pieces: list[list[bytes]] = [[] for _ in texts]
+    spans: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in texts]
     line = 2
     for a, b in line_chunks(data, first, len(data)):
         f = split_fields(data, words, a, b, ord(","))
@@ -207,15 +207,43 @@ def _plain_columns(path: Path, data: bytes, header: Sequence[str], ints: Collect
         for k in range(len(int_at)):
             values[k].append(chunk[:, k])
         for k, c in enumerate(text_at):
-            starts, ends = a + f.starts[f.first_tok + c], a + f.ends[f.first_tok + c]
-            pieces[k] += [data[i:j] for i, j in zip(starts.tolist(), ends.tolist())]
+            spans[k].append((a + f.starts[f.first_tok + c], a + f.ends[f.first_tok + c]))
         line += len(f.first_tok)
-    columns: dict = {c: np.concatenate(v) if v else np.zeros(0, np.int64) for c, v in zip(ints, values)}
-    for c, p in zip(texts, pieces):
-        codes: dict[bytes, int] = {}
-        column = np.fromiter((codes.setdefault(x, len(codes)) for x in p), np.int64, len(p))
-        columns[c] = Text(column, [x.decode() for x in codes])
+    columns: dict = {c: _join(v) for c, v in zip(ints, values)}
+    for c, s in zip(texts, spans):
+        columns[c] = _text_column(data, words, _join([a for a, _ in s]), _join([b for _, b in s]))
     return columns
+
+
+def _join(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+# _LOW[n]: the low n bytes of a little-endian word, where the first n bytes at its address sit.
+_LOW = np.array([(1 << (8 * n)) - 1 for n in range(9)], np.uint64)
+
+
+def _text_column(data: bytes, words: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Text:
+    """The texts data[starts:ends] as codes. Up to 15 bytes (task types, kinds) a text is two
+    words compared in bulk; longer ones go through a dict, one Python step each."""
+    n = len(starts)
+    length = ends - starts
+    short = np.flatnonzero((length <= 15) & (starts + 16 <= len(data)))
+    at, size = starts[short], length[short]
+    low = words[at] & _LOW[np.minimum(size, 8)]
+    high = (words[np.minimum(at + 8, max(len(words) - 1, 0))] & _LOW[np.clip(size - 8, 0, 8)]) \
+        | (size.astype(np.uint64) << np.uint64(56))
+    order = np.lexsort((low, high))
+    new = np.ones(len(order), bool)
+    new[1:] = (low[order][1:] != low[order][:-1]) | (high[order][1:] != high[order][:-1])
+    codes = np.empty(n, np.int64)
+    codes[short[order]] = np.cumsum(new) - 1
+    # The distinct texts so far, then the rest's (a short text near the end of the file among them).
+    seen = {data[i:i + k]: c for c, (i, k) in enumerate(zip(at[order[new]].tolist(), size[order[new]].tolist()))}
+    rest = np.setdiff1d(np.arange(n), short, assume_unique=True)
+    for k, i, j in zip(rest.tolist(), starts[rest].tolist(), ends[rest].tolist()):
+        codes[k] = seen.setdefault(data[i:j], len(seen))
+    return Text(codes, [x.decode() for x in seen])
 
 
 def _python_int(path: Path, f: Fields, token: int, line: int) -> int:
