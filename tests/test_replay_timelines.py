@@ -16,7 +16,8 @@ import pytest
 from tareador.formats.dimemas import read_dim, write_dim
 from tareador.formats.paraver import PRIORITY_EVENT, pcf_value_labels
 from tareador.simulation.dimemas_engine import replay
-from tareador.simulation.machine import BUNDLED, MB, Machine
+from tareador.simulation.machine import MB, Machine
+from tareador.simulation.machine_files import BUNDLED
 from tareador.synthesis.ompss import write_dim_traces
 from tareador.tracing.mpi_launch import MPIS
 from tests.helpers import call, make, make_run

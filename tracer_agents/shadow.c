@@ -246,23 +246,73 @@ static inline void run_add(EdgeRun *run, uint32_t src, uint32_t object, uint32_t
   run->src = src; run->object = object; run->bytes += bytes;
 }
 
+/* The call a task instance makes right after its tareador_start_task (the usual `start; f(args);
+ * end`): the transform puts a callout on it, in the blocks that begin at a return address of
+ * tareador_start_task (tr_task_sites), and tareador hints names the objects by f's parameters. */
+#define MAX_TASK_SITES 256
+uint64_t tr_task_sites[MAX_TASK_SITES + 1];   /* 0-ended */
+static uint32_t task_site_count;
+
+#define CALL_ARGS 8   /* the 6 integer argument registers, then the first 2 words passed on the stack */
+typedef struct { uint32_t fragment, pad; uint64_t site, function, args[CALL_ARGS]; } CallRow;
+static CallRow *call_rows; static uint64_t call_count, call_capacity;   /* in fragment order */
+
 /* ---- what each fragment read and wrote, object by object (accesses.csv, for tareador hints) ----
- * One row per (fragment, object) the fragment touched: the hull of the bytes it read before
- * writing them ("exposed": an OpenMP in), and the hull of the bytes it wrote. Noted only where an
- * access changes the shadow (the first read of a byte since its last write, a write that is not a
- * rewrite), so a loop over the same data pays nothing more; a fragment's rows are contiguous, and
- * object_rows[object] finds the current fragment's row with one compare. Addresses are absolute;
- * Python subtracts the object's start, and drops the rows of objects still latent at the end. */
+ * One row per (fragment, object, part) the fragment touched: the hull of the bytes it read before
+ * writing them ("exposed": an OpenMP in), and the hull of the bytes it wrote. Once the instance
+ * has called its body (calls.csv), its accesses are cut at the values of the call's arguments:
+ * part k >= 1 holds the bytes from the (k-1)-th smallest argument value up to the k-th, so that
+ * tiles of one block passed as separate pointers (a kernel reading two tiles of one matrix) get a
+ * hull each instead of one hull over the tiles between them; part 0 is everything before the body
+ * call, or an instance without one. Noted only where an access changes the shadow (the first read
+ * of a byte since its last write, a write that is not a rewrite), so a loop over the same data
+ * pays nothing more; a fragment's rows are contiguous, object_rows[object] is the object's last
+ * row and each row links to the object's row before it, so the current fragment's rows of an
+ * object are a short walk. Addresses are absolute; Python subtracts the object's start, and drops
+ * the rows of objects still latent at the end. */
 typedef struct {
-  uint32_t fragment, object;
+  uint32_t fragment, object, part, previous;   /* previous: the object's row before this one, + 1 */
   uint64_t read_lo, read_hi, write_lo, write_hi;   /* [lo, hi); lo = UINT64_MAX: none */
 } AccessRow;
 
 static AccessRow *access_rows; static uint64_t access_count, access_capacity;
 static uint32_t *object_rows; static uint64_t object_rows_capacity;   /* per object: row + 1 */
 static AccessRow *last_access;
+static uint64_t last_part_lo, last_part_hi;   /* the addresses of last_access's part */
 
-static AccessRow *access_row(uint32_t object) {
+/* The sorted argument values of the running fragment's instance, once it called its body. */
+static uint64_t cuts[CALL_ARGS]; static uint32_t cut_count;
+static uint32_t cuts_of = UINT32_MAX;   /* the fragment they are for */
+
+static void load_cuts(void) {
+  uint32_t instance = tasks[tr_state.current].instance;
+  uint64_t low = 0, high = call_count;
+  while (low < high) {   /* call_rows are in fragment order */
+    uint64_t mid = (low + high) / 2;
+    if (call_rows[mid].fragment < instance) low = mid + 1;
+    else high = mid;
+  }
+  cut_count = 0;
+  if (low < call_count && call_rows[low].fragment == instance)
+    for (uint32_t k = 0; k < CALL_ARGS; k++) {
+      uint64_t v = call_rows[low].args[k];
+      uint32_t at = cut_count++;
+      for (; at && cuts[at - 1] > v; at--) cuts[at] = cuts[at - 1];
+      cuts[at] = v;
+    }
+  cuts_of = tr_state.current;
+}
+
+static AccessRow *access_row(uint32_t object, uint64_t address) {
+  if (cuts_of != tr_state.current) load_cuts();
+  uint32_t part = 0;
+  last_part_lo = 0;
+  last_part_hi = UINT64_MAX;
+  if (cut_count) {
+    part = 1;
+    for (uint32_t k = 0; k < cut_count && cuts[k] <= address; k++) part++, last_part_lo = cuts[k];
+    if (part <= cut_count) last_part_hi = cuts[part - 1];
+  }
   if (object >= object_rows_capacity) {
     uint64_t capacity = object_rows_capacity;
     uint32_t *grown = NULL;
@@ -270,15 +320,16 @@ static AccessRow *access_row(uint32_t object) {
     if (object >= capacity) return NULL;
     object_rows_capacity = capacity;
   }
-  uint32_t row = object_rows[object];
-  if (row && access_rows[row - 1].fragment == tr_state.current) return &access_rows[row - 1];
+  for (uint32_t row = object_rows[object]; row && access_rows[row - 1].fragment == tr_state.current;
+       row = access_rows[row - 1].previous)
+    if (access_rows[row - 1].part == part) return &access_rows[row - 1];
   if (access_count == access_capacity) {
     AccessRow *grown = grow(access_rows, &access_capacity, sizeof(AccessRow));
     if (!grown) return NULL;
     access_rows = grown;
   }
   AccessRow *a = &access_rows[access_count++];
-  *a = (AccessRow) { tr_state.current, object, UINT64_MAX, 0, UINT64_MAX, 0 };
+  *a = (AccessRow) { tr_state.current, object, part, object_rows[object], UINT64_MAX, 0, UINT64_MAX, 0 };
   object_rows[object] = (uint32_t) access_count;
   return a;
 }
@@ -290,10 +341,9 @@ static int private_access;  /* analyse() is in the running instance's private st
 static inline void note_access(uint32_t object, uint64_t lo, uint64_t hi, int is_write) {
   if (private_access) return;
   AccessRow *a = last_access;
-  if (!a || a->object != object - 1) {
-    a = access_row(object - 1);
+  if (!a || a->object != object - 1 || lo < last_part_lo || lo >= last_part_hi) {
+    last_access = a = access_row(object - 1, lo);
     if (!a) return;
-    last_access = a;
   }
   uint64_t *range = is_write ? &a->write_lo : &a->read_lo;
   if (lo < range[0]) range[0] = lo;
@@ -326,17 +376,6 @@ static inline int dead_frame(uint32_t src, uint64_t address) {
                          || (instance != edge_floor && address < instance_top[instance]));
 }
 
-/* The call a task instance makes right after its tareador_start_task (the usual `start; f(args);
- * end`): the transform puts a callout on it, in the blocks that begin at a return address of
- * tareador_start_task (tr_task_sites), and tareador hints names the objects by f's parameters. */
-#define MAX_TASK_SITES 256
-uint64_t tr_task_sites[MAX_TASK_SITES + 1];   /* 0-ended */
-static uint32_t task_site_count;
-
-#define CALL_ARGS 8   /* the 6 integer argument registers, then the first 2 words passed on the stack */
-typedef struct { uint32_t fragment, pad; uint64_t site, function, args[CALL_ARGS]; } CallRow;
-static CallRow *call_rows; static uint64_t call_count, call_capacity;
-
 static void note_task_site(uint64_t return_address) {
   for (uint32_t i = 0; i < task_site_count; i++)
     if (tr_task_sites[i] == return_address) return;
@@ -345,6 +384,8 @@ static void note_task_site(uint64_t return_address) {
 
 /* site: the call instruction (a direct call, e8 rel32); only the first call of a task's first
  * fragment counts. */
+void tr_flush(void);
+
 void tr_task_call(uint64_t site, const uint64_t args[CALL_ARGS]) {
   if (!tr_state.following || !tr_state.depth || tasks[tr_state.current].instance != tr_state.current) return;
   if (call_count && call_rows[call_count - 1].fragment == tr_state.current) return;
@@ -353,10 +394,12 @@ void tr_task_call(uint64_t site, const uint64_t args[CALL_ARGS]) {
     if (!grown) return;
     call_rows = grown;
   }
+  tr_flush();   /* what ran before the call evaluated its arguments: part 0 */
   CallRow *c = &call_rows[call_count++];
   c->fragment = tr_state.current; c->pad = 0; c->site = site;
   c->function = site + 5 + (uint64_t) (int64_t) *(const int32_t *) (site + 1);
   for (int k = 0; k < CALL_ARGS; k++) c->args[k] = args[k];
+  cuts_of = UINT32_MAX;
 }
 
 /* Whether accesses to object (a shadow id, 0 = none) are analysed; the program's own code
@@ -1018,7 +1061,7 @@ void tr_marker(uint32_t kind, uint64_t argument, uint64_t sp, uint64_t return_ad
    * task function's return comes back from the call that was its body: that one stays.) */
   CallRow *last_call = call_count ? &call_rows[call_count - 1] : NULL;
   if (last_call && last_call->fragment == tr_state.current && last_call->site + 5 == return_address
-      && !returning_from_function && !entering_function) call_count--;
+      && !returning_from_function && !entering_function) call_count--, cuts_of = UINT32_MAX;
   switch (kind) {
   case MARK_ON:
     if (tr_state.following) break;

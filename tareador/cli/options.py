@@ -9,7 +9,8 @@ from __future__ import annotations
 import sys
 
 from tareador.errors import UserError
-from tareador.simulation.machine import MAX_CPUS, Machine, load_machine
+from tareador.simulation.machine import MAX_CPUS, Machine
+from tareador.simulation.machine_files import load_machine
 
 
 def core_list(text: str) -> list[int | None]:
@@ -39,5 +40,8 @@ def progress_bar(total: int, what: str):
 
 
 def load_machine_arg(path: str | None) -> Machine:
-    """The machine of ``--machine``, a default one without."""
-    return load_machine(path) if path else Machine()
+    """The machine of ``--machine`` (a default one without), its warnings printed."""
+    machine = load_machine(path) if path else Machine()
+    for warning in machine.warnings:
+        print(f"tareador: warning: {warning}", file=sys.stderr)
+    return machine

@@ -10,13 +10,12 @@ from pathlib import Path
 
 from tareador.analyses.whatif import label, ratio, type_names, whatif
 from tareador.cli.options import progress_bar
-from tareador.cli.simulate import add_machine_options, machine_options
+from tareador.cli.simulate import add_machine_options, machine_options, runtime_line, task_graph, unit_of
 from tareador.errors import UserError
 from tareador.files import output_file, printable
 from tareador.render.plots import plot_whatif
 from tareador.render.summary import LABEL, machine_name
 from tareador.render.summary import format_seconds as seconds
-from tareador.taskgraph.store import load_dag
 
 
 def register(subparsers) -> None:
@@ -59,12 +58,12 @@ def run(args) -> int:
     factors = factor_list(args.factors)
     machine, cores, policy = machine_options(args)
     try:
-        dag = load_dag(args.trace_dir)
+        dag = task_graph(args.trace_dir, args.durations)
         if not dag.n:
             raise UserError(f"{args.trace_dir} has no task instances to simulate")
         studied = len(set(args.types or type_names(dag)))
         tick = progress_bar(dag.n * len(cores) * (1 + len(factors) * studied), "simulating")
-        result = whatif(dag, factors, cores, policy, machine, args.overhead, args.types, tick)
+        result = whatif(dag, factors, cores, policy, machine, None, args.types, tick, unit_of(args.durations))
     except ValueError as e:
         raise UserError(f"{args.trace_dir}: {e}") from None
     out = Path(args.output or args.trace_dir)
@@ -87,8 +86,8 @@ def run(args) -> int:
 def format_whatif(result) -> str:
     lines = [f"{'T1 (sequential)':<{LABEL}}{seconds(result.t1 / result.rate)}",
              f"{'T-inf (crit.path)':<{LABEL}}{seconds(result.tinf / result.rate)}",
-             f"policy {result.policy}, runtime overhead {result.overhead} instructions per task, "
-             f"{result.rate:.4g} instructions per second",
+             runtime_line(result.policy, result.creation, result.overhead, result.creation_cost, result.unit,
+                          result.rate),
              "benefit: overall speedup over the unaccelerated run on the same cores; "
              "speedup: over T1, the unaccelerated sequential run"]
     width = max([len(printable(t.name)) for t in result.types] + [9])

@@ -14,7 +14,7 @@ dependencies. The per-fragment loops index Python lists (``csr``), what they do 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +31,7 @@ class Dag:
     names: list[str]
     instance: np.ndarray  # int64: index of the first fragment of each one's instance
     parent: np.ndarray  # int64: index of the fragment that created each one's instance; -1 for main's
+    next_fragment: np.ndarray  # int64: the next fragment of the same instance (its continuation), -1 after the last
     weight: np.ndarray  # int64 instructions
     src: np.ndarray  # int64 schedule edges
     dst: np.ndarray
@@ -55,6 +56,11 @@ class Dag:
     def starts_instance(self) -> np.ndarray:
         """bool: the first fragment of a task instance (or of main)."""
         return self.instance == np.arange(self.n)
+
+    @property
+    def creator(self) -> np.ndarray:
+        """int64: the fragment that created each task instance's first fragment, -1 for the others."""
+        return np.where(self.starts_instance & ~self.is_main, self.parent, -1)
 
 
 class DependencyCycle(ValueError):
@@ -90,8 +96,11 @@ def build(t: Tables, directory: Path | None = None) -> Dag:
     dst = np.concatenate([by_instance[1:][same], created, ddst])
     edges = sorted_unique(src * n + dst)
     pairs, inverse = np.unique(dsrc * n + ddst, return_inverse=True)
-    return Dag(ids=t.ids, counter=t.start, names=t.names, instance=instance, parent=parent, weight=t.instructions,
-               src=edges // n, dst=edges % n, dep_src=pairs // n, dep_dst=pairs % n,
+    next_fragment = np.full(n, -1, np.int64)
+    next_fragment[by_instance[:-1][same]] = by_instance[1:][same]
+    return Dag(ids=t.ids, counter=t.start, names=t.names, instance=instance, parent=parent,
+               next_fragment=next_fragment, weight=t.instructions, src=edges // n, dst=edges % n,
+               dep_src=pairs // n, dep_dst=pairs % n,
                dep_bytes=np.bincount(inverse, weights=t.bytes[data], minlength=len(pairs)).astype(np.int64))
 
 
@@ -141,10 +150,16 @@ def topological_order(dag: Dag, adjacency=None) -> Sequence[int]:
     return order
 
 
-def durations(dag: Dag, overhead: int) -> np.ndarray:
-    """Each task instance pays the runtime overhead once, on its first fragment (its creation);
-    main's fragments are the program itself."""
-    return dag.weight + np.where(dag.starts_instance & ~dag.is_main, overhead, 0)
+def durations(dag: Dag, overhead: int = 0, creation_cost: int = 0) -> np.ndarray:
+    """What each fragment occupies its core for: its own work; a task instance's first fragment
+    also the runtime's cost of starting it (``overhead``: the core that runs a task pays it; main's
+    fragments are the program itself), and a fragment that creates tasks the cost of creating
+    each (paid by the creating core, before the task exists)."""
+    out = dag.weight + np.where(dag.starts_instance & ~dag.is_main, overhead, 0)
+    if creation_cost:
+        made = dag.creator[dag.creator >= 0]
+        out = out + creation_cost * np.bincount(made, minlength=dag.n)
+    return out
 
 
 def bottom_levels(dag: Dag, duration: np.ndarray, adjacency=None) -> list[int]:
@@ -158,8 +173,8 @@ def bottom_levels(dag: Dag, duration: np.ndarray, adjacency=None) -> list[int]:
     return level
 
 
-def critical_path_length(dag: Dag) -> int:
-    """T∞: the longest instruction-weighted path, what unboundedly many cores take."""
+def span(dag: Dag) -> int:
+    """T∞: the heaviest path, in instructions (what unboundedly many cores take)."""
     return max(bottom_levels(dag, dag.weight), default=0)
 
 
@@ -185,18 +200,6 @@ def schedule_edges(dag: Dag) -> set[tuple[int, int]]:
     """The precedence constraints as (fragment id, fragment id) pairs, the ids of tasks.csv."""
     ids = dag.ids.tolist()
     return {(ids[s], ids[d]) for s, d in zip(dag.src.tolist(), dag.dst.tolist())}
-
-
-def descendants(dag: Dag, adjacency=None) -> list[int]:
-    """What each fragment precedes, directly or not, as a bit set (bit j: index j; itself excluded)."""
-    offsets, succ = adjacency or successors(dag)
-    reach = [0] * dag.n
-    for i in reversed(topological_order(dag, (offsets, succ))):
-        below = 0
-        for j in succ[offsets[i]:offsets[i + 1]]:
-            below |= reach[j] | 1 << j
-        reach[i] = below
-    return reach
 
 
 def bypass_edges(dag: Dag, kept: np.ndarray) -> list[tuple[int, int]]:
@@ -255,3 +258,95 @@ def _bits(mask: int) -> list[int]:
         out.append(low.bit_length() - 1)
         mask ^= low
     return out
+
+
+def indices(dag: Dag, ids: np.ndarray) -> np.ndarray:
+    """The indices of fragments named by id (every id must be one of the dag's)."""
+    order = np.argsort(dag.ids, kind="stable")
+    return order[np.searchsorted(dag.ids[order], ids)]
+
+
+def with_edges(dag: Dag, src: np.ndarray, dst: np.ndarray) -> Dag:
+    """dag with the precedence edges src[k] -> dst[k] (indices) added."""
+    n = max(dag.n, 1)
+    edges = sorted_unique(np.concatenate([dag.src * n + dag.dst, np.asarray(src, np.int64) * n + dst]))
+    return replace(dag, src=edges // n, dst=edges % n)
+
+
+def reaches(dag: Dag, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Whether index dst[k] can be reached from index src[k], for a batch of pairs.
+
+    Exact, and close to linear in nodes, edges and pairs on task graphs, which hang off one long
+    chain (main's fragments): a pair that is an edge is answered at once, and so is one that goes
+    through main (the first main fragment src reaches is not after the last one that reaches
+    dst); only the rest search forward from their source, never past their furthest target nor
+    into main's fragments (what is beyond those is the chain's answer). Edges must go from a
+    lower index to a higher one, as they do in creation order.
+    """
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    if (dag.src >= dag.dst).any():
+        raise ValueError("an edge goes back in creation order: the trace is inconsistent")
+    answer = (src == dst) | reaches_directly(dag, src, dst)
+    first_main, last_main, chain = _main_bounds(dag)
+    answer |= (src < dst) & (first_main[src] <= last_main[dst])
+    rest = np.flatnonzero(~answer & (src < dst))
+    if len(rest):
+        answer[rest] = _search(dag, src[rest], dst[rest], first_main, last_main, chain)
+    return answer
+
+
+def reaches_directly(dag: Dag, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Whether src[k] -> dst[k] is an edge."""
+    n = max(dag.n, 1)
+    keys, pairs = np.sort(dag.src * n + dag.dst), np.asarray(src, np.int64) * n + dst
+    if not len(keys):
+        return np.zeros(len(pairs), bool)
+    return keys[np.searchsorted(keys, pairs).clip(max=len(keys) - 1)] == pairs
+
+
+def _main_bounds(dag: Dag) -> tuple[np.ndarray, np.ndarray, list[bool]]:
+    """Per index: the first main fragment it reaches (n if none) and the last one that reaches
+    it (-1 if none), main's fragments reaching one another in order; and which fragments are that
+    chain (main's, as ``build`` chains them; none if they are not chained)."""
+    n = dag.n
+    chain = np.flatnonzero(dag.is_main)
+    if len(chain) > 1 and not reaches_directly(dag, chain[:-1], chain[1:]).all():
+        return np.full(n, n, np.int64), np.full(n, -1, np.int64), [False] * n
+    main = dag.is_main.tolist()
+    offsets, succ = successors(dag)
+    first = [i if main[i] else n for i in range(n)]
+    for i in range(n - 1, -1, -1):
+        for j in succ[offsets[i]:offsets[i + 1]]:
+            if first[j] < first[i]:
+                first[i] = first[j]
+    p_offsets, pred = csr(dag.dst, dag.src, n)
+    last = [i if main[i] else -1 for i in range(n)]
+    for i in range(n):
+        for j in pred[p_offsets[i]:p_offsets[i + 1]]:
+            if last[j] > last[i]:
+                last[i] = last[j]
+    return np.array(first, np.int64), np.array(last, np.int64), main
+
+
+def _search(dag: Dag, src: np.ndarray, dst: np.ndarray, first_main: np.ndarray, last_main: np.ndarray,
+            chain: list[bool]) -> np.ndarray:
+    """reaches() for the pairs the shortcuts leave: one forward search per source."""
+    offsets, succ = successors(dag)
+    first = first_main.tolist()
+    answer = np.zeros(len(src), bool)
+    order = np.argsort(src, kind="stable")
+    starts = np.flatnonzero(np.concatenate([[True], src[order][1:] != src[order][:-1]]))
+    for lo, hi in zip(starts.tolist(), [*starts[1:].tolist(), len(order)], strict=True):
+        group = order[lo:hi]
+        u, bound = int(src[group[0]]), int(dst[group].max())
+        seen, stack, best = {u}, [u], first[u]
+        while stack:
+            for x in succ[offsets[(w := stack.pop())]:offsets[w + 1]]:
+                if x <= bound and x not in seen:
+                    seen.add(x)
+                    best = min(best, first[x])
+                    if not chain[x]:
+                        stack.append(x)
+        answer[group] = [v in seen or best <= last
+                         for v, last in zip(dst[group].tolist(), last_main[dst[group]].tolist(), strict=True)]
+    return answer

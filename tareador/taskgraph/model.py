@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from tareador.taskgraph.dag import Dag, build, critical_path_length, schedule_edges
+from tareador.taskgraph.dag import Dag, build, schedule_edges, span
 from tareador.taskgraph.tables import DEPENDENCY_KINDS as DEPENDENCY_KINDS
 from tareador.taskgraph.tables import RAW as RAW
 from tareador.taskgraph.tables import WAR as WAR
@@ -76,12 +76,15 @@ class DataObject:
 
 @dataclass(frozen=True)
 class Access:
-    """What one fragment read and wrote of one object (a row of accesses.csv), for tareador hints:
-    byte ranges [lo, hi) relative to the object's start; read = read before the fragment wrote it.
-    -1, -1 where it read (or wrote) nothing."""
+    """What one fragment read and wrote of one part of one object (a row of accesses.csv), for
+    tareador hints: byte ranges [lo, hi) relative to the object's start; read = read before the
+    fragment wrote it. -1, -1 where it read (or wrote) nothing. Part 0: before the instance called
+    its body (evaluating the arguments), or all of an instance without a body call; part k >= 1:
+    after the call, the bytes from its (k-1)-th smallest argument value up to the k-th."""
 
     task: int  # the fragment
     object: str  # DataObject.name
+    part: int
     read_lo: int
     read_hi: int
     write_lo: int
@@ -210,7 +213,7 @@ class TaskTrace:
     @cached_property
     def tinf(self) -> int:
         """The critical path: DependencyCycle (a ValueError) if the precedence has a cycle."""
-        return critical_path_length(self.dag)
+        return span(self.dag)
 
     @property
     def parallelism(self) -> float:

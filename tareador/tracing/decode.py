@@ -22,8 +22,8 @@ TASK_ROW = np.dtype([("name", "<u4"), ("parent", "<u4"), ("instance", "<u4"), ("
 OBJECT_ROW = np.dtype([("address", "<u8"), ("size", "<u8"), ("site", "<u8"), ("kind", "<u4"),
                        ("disabled", "<u4"), ("alive", "<u4"), ("latent", "<u4")])
 EDGE_ROW = np.dtype([("src", "<u4"), ("dst", "<u4"), ("object", "<u4"), ("kind", "<u4"), ("bytes", "<u8")])
-ACCESS_ROW = np.dtype([("task", "<u4"), ("object", "<u4"), ("read_lo", "<u8"), ("read_hi", "<u8"),
-                       ("write_lo", "<u8"), ("write_hi", "<u8")])
+ACCESS_ROW = np.dtype([("task", "<u4"), ("object", "<u4"), ("part", "<u4"), ("previous", "<u4"), ("read_lo", "<u8"),
+                       ("read_hi", "<u8"), ("write_lo", "<u8"), ("write_hi", "<u8")])
 CALL_ROW = np.dtype([("task", "<u4"), ("pad", "<u4"), ("site", "<u8"), ("function", "<u8"), ("args", "<u8", 8)])
 MPI_CALL_ROW = np.dtype([("call", "<u4"), ("task", "<u4"), ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"),
                          ("object", "<u4"), ("bytes", "<u8"), ("posted", "<u8"), ("completed", "<u8"),
@@ -154,9 +154,10 @@ def access_rows(meta: dict, data: bytes, objects: list[DataObject]) -> tuple[lis
     number = np.cumsum(listed) - 1
     base = raw_objects["address"][accesses["object"]] if len(raw_objects) else np.zeros(0, "<u8")
     rows = []
-    for (task, obj, read_lo, read_hi, write_lo, write_hi), start in zip(accesses.tolist(), base.tolist()):
+    for (task, obj, part, _previous, read_lo, read_hi, write_lo, write_hi), start in zip(accesses.tolist(),
+                                                                                        base.tolist()):
         if listed[obj]:
-            rows.append(Access(task, objects[number[obj]].name, *_relative(read_lo, read_hi, start),
+            rows.append(Access(task, objects[number[obj]].name, part, *_relative(read_lo, read_hi, start),
                                *_relative(write_lo, write_hi, start)))
     sites = meta.get("call_sites", {})
     named = []

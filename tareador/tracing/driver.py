@@ -37,7 +37,7 @@ def _personality(persona: int) -> int:
 
 
 @functools.cache
-def _import_frida():
+def import_frida():
     """frida, imported by the first run rather than with this module (a fifth of a second that
     every command would pay).
 
@@ -169,7 +169,7 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
     sources = toolchain.agent_sources()
     toolchain.installed_annotation_library()
     env = {"LD_BIND_NOW": "1", "GLIBC_TUNABLES": GLIBC_TUNABLES}
-    frida = _import_frida()
+    frida = import_frida()
     device, done, result = frida.get_local_device(), threading.Event(), {}
 
     def on_message(message, data):
@@ -232,7 +232,7 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
 def _follow(script, done: threading.Event, detached: threading.Event, result: dict, progress) -> None:
     """Until the agent's result (or the process's end): its progress shown; Ctrl-C (or SIGTERM/SIGHUP)
     asks the agent to ship what it has."""
-    frida = _import_frida()
+    frida = import_frida()
     try:
         while not done.wait(0.5):
             if progress is not None:
@@ -265,7 +265,7 @@ def _agent_result(result: dict, argv: list[str]) -> AgentResult:
 
 
 def _kill(device, pid: int) -> None:
-    frida = _import_frida()
+    frida = import_frida()
     try:
         device.kill(pid)
     except (frida.ProcessNotFoundError, frida.NotSupportedError):  # gone (Frida says either)
@@ -273,7 +273,7 @@ def _kill(device, pid: int) -> None:
 
 
 def _interrupt(script, done: threading.Event) -> None:
-    frida = _import_frida()
+    frida = import_frida()
     try:
         script.exports_sync.interrupt()
     except (frida.InvalidOperationError, frida.core.RPCException):

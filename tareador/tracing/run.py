@@ -271,10 +271,12 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
         warnings.append(f"{meta['patterns']['dropped']} message buffer(s) beyond the patterns' tables were not "
                         "recorded: tareador patterns and overlap leave those messages out")
     trace = TaskTrace(tasks, deps, objects, {}, str(out_dir))
-    trace.summary = _summary(argv, meta, trace, problem, warnings, started)
+    trace.summary = _summary(argv, path, meta, trace, problem, warnings, started)
     if explore:
         trace.summary["explore_candidates"] = [f.name for f in functions]
         trace.summary["explore_libraries"] = {f.name: f.library for f in functions if f.library}
+    elif functions:
+        trace.summary["task_functions"] = [f.name for f in functions]
     if mpi or mpi_meta:
         trace.summary.update(_mpi_summary(mpi_meta, rank, mpi_calls))
     save(trace, out_dir)
@@ -289,7 +291,7 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     return trace
 
 
-def _summary(argv: list[str], meta: dict, trace: TaskTrace, problem: str | None, warnings: list[str],
+def _summary(argv: list[str], path: str, meta: dict, trace: TaskTrace, problem: str | None, warnings: list[str],
              started: float) -> dict:
     """summary.json of a traced process: the run, how it ended, its graph's figures (no T∞ when
     the markers are unbalanced: the graph is not the program's), the warnings."""
@@ -297,6 +299,7 @@ def _summary(argv: list[str], meta: dict, trace: TaskTrace, problem: str | None,
     tasks = trace.fragments
     return {
         "program": argv[0],
+        "program_path": path,
         "arguments": list(argv[1:]),
         "ending": ending,
         "exit_status": meta["ending"].get("status"),
