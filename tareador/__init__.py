@@ -5,9 +5,10 @@ The package is a one-way pipeline, one subpackage per stage:
 the trace directory) -> ``formats`` (Dimemas, Paraver, Chrome files) -> ``synthesis`` (the
 authentic and artificial traces of a run) -> ``simulation`` (the list scheduler and the Dimemas
 engine on a machine) -> ``analyses`` (speedups, profiles, what-ifs) -> ``render`` (graphs and
-plots), with ``cli`` on top; ``errors`` holds what every stage may raise. Imports go one way
-too, ``taskgraph`` (the model every stage shares) below ``tracing``: README, How it works. This
-module is the API of a notebook: ``tareador.load(dir)``, ``tareador.hints(dir)``.
+plots) -> ``report`` (one HTML page of it all), with ``cli`` on top; ``errors`` holds what every
+stage may raise. Imports go one way too, ``taskgraph`` (the model every stage shares) below
+``tracing``: README, How it works. This module is the API of a notebook: ``tareador.load(dir)``,
+``tareador.hints(dir)``, ``tareador.report(dir)``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tareador.analyses.hints import Hints, load_hints
+from tareador.report import report  # binds over the subpackage: tareador.report(dir)
 from tareador.taskgraph.model import TaskTrace
 from tareador.taskgraph.mpi import MpiRun, load_run
 from tareador.taskgraph.store import is_run, load_trace
@@ -32,4 +34,4 @@ def hints(directory: str | Path) -> Hints:
     return load_hints(directory)
 
 
-__all__ = ["load", "hints", "__version__"]
+__all__ = ["load", "hints", "report", "__version__"]

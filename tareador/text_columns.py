@@ -151,9 +151,10 @@ class Text:
         return [self.values[c] for c in self.codes.tolist()]
 
 
-def read_csv(path: Path, header: Sequence[str], ints: Collection[str], texts: Collection[str]) -> dict:
+def read_csv(path: Path, header: Sequence[str], ints: Collection[str], texts: Collection[str],
+             floats: Collection[str] = ()) -> dict:
     """The named columns of a CSV file with this header: integer columns as int64 arrays, text
-    columns as ``Text``; the others are not kept.
+    columns as ``Text``, float columns as float64 arrays; the others are not kept.
 
     TraceDirError naming the file (and line) of a wrong header, a malformed row or bytes that
     are not UTF-8. Files without quotes or bare carriage returns (all tareador writes, but for
@@ -168,9 +169,27 @@ def read_csv(path: Path, header: Sequence[str], ints: Collection[str], texts: Co
             line = data.count(b"\n", 0, e.start) + 1
             raise TraceDirError(f"{path}:{line}: not UTF-8 text; the file is corrupt") from None
     plain = data.replace(b"\r\n", b"\n")
+    strings = [*texts, *floats]
     if b'"' in plain or b"\r" in plain:
-        return _quoted_columns(path, data.decode(), header, ints, texts)
-    return _plain_columns(path, plain if plain.endswith(b"\n") or not plain else plain + b"\n", header, ints, texts)
+        columns = _quoted_columns(path, data.decode(), header, ints, strings)
+    else:
+        columns = _plain_columns(path, plain if plain.endswith(b"\n") or not plain else plain + b"\n", header, ints,
+                                 strings)
+    for name in floats:
+        columns[name] = _float_column(path, data, columns[name])
+    return columns
+
+
+def _float_column(path: Path, data: bytes, column: Text) -> np.ndarray:
+    """A text column's values as floats, each distinct text converted once."""
+    values = []
+    for code, text in enumerate(column.values):
+        try:
+            values.append(float(text))
+        except ValueError:
+            line = int(np.argmax(column.codes == code)) + 2
+            raise _malformed(path, line, data.decode().splitlines()[line - 1]) from None
+    return np.array(values, np.float64)[column.codes]
 
 
 def _wrong_header(path: Path, first_line: str, header: Sequence[str]) -> TraceDirError:

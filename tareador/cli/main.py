@@ -20,7 +20,7 @@ from tareador.stopping import Stopped, stop_signals
 from tareador.version import __version__
 
 SUBCOMMANDS = ["config", "trace", "mpirun", "postprocess", "patterns", "overlap", "graph", "simulate", "whatif",
-               "explore", "hints", "replay", "time", "models"]
+               "explore", "hints", "replay", "time", "models", "report"]
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -47,7 +47,9 @@ def write_run_patterns(directory: str | Path, messages, chunks: int = 4, starmap
     if not dirs or not all((r / RANK_FILE).exists() for r in dirs.values()):
         return None
     items = [(r,) for r in dirs.values()]
-    ranks = starmap(load_rank_patterns, items) if starmap else [load_rank_patterns(*item) for item in items]
+    loaded = dict(zip(dirs, starmap(load_rank_patterns, items) if starmap else [load_rank_patterns(*i) for i in items],
+                      strict=True))
+    ranks = [loaded.get(r) for r in range(max(dirs) + 1)]  # a rank that wrote no trace: None
     transfers = transfer_patterns(messages, ranks)
     rows = [figures(t, chunks) for t in transfers]
     write_table(d / "patterns.csv", MessageFigures, rows)

@@ -8,6 +8,7 @@ import sys
 
 from tareador.errors import UserError
 from tareador.render.summary import format_summary
+from tareador.tracing.mpi_launch import supervised
 from tareador.tracing.run import trace
 
 
@@ -59,6 +60,8 @@ def run(args) -> int:
     result = trace(argv, out, progress=not args.no_progress, mpi=args.mpi,
                    task_functions=function_names(args.task_function))
     status = result.summary.get("exit_status")
+    if args.mpi and supervised():  # tareador mpirun prints the run's summary, one table for every rank
+        return 1 if result.summary["partial"] and status is None else status or 0
     note = None
     if result.summary["partial"]:
         note = f"tareador: the program {result.summary['ending']}; the partial trace is in {result.path}"

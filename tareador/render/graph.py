@@ -13,6 +13,7 @@ import math
 import shutil
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import graphviz
@@ -131,6 +132,13 @@ def instance_graph(trace: TaskTrace, all_edges: bool, show_main: bool = False) -
     return dot
 
 
+def type_nodes(trace: TaskTrace, show_main: bool = False) -> dict[str, str]:
+    """The node id of each task type in ``type_graph`` (main's code as PROGRAM). Task names are not
+    node ids: one like "<x>" would be read as an HTML string."""
+    types = [t for t, _, _ in work_by_type(trace, main_apart=True) if show_main or t != PROGRAM]
+    return {task_type: f"type{i}" for i, task_type in enumerate(types)}
+
+
 def type_graph(trace: TaskTrace, show_main: bool = False) -> graphviz.Digraph:
     """One node per task type: what still reads when there are thousands of instances. Edges
     inside one instance (between its own fragments) are not between types and are left out."""
@@ -153,8 +161,7 @@ def type_graph(trace: TaskTrace, show_main: bool = False) -> graphviz.Digraph:
                  "draws every instance)", "labelloc": "t"})
     types = [(t, n, w) for t, n, w in work_by_type(trace, main_apart=True) if show_main or t != PROGRAM]
     largest = max((w for _, _, w in types), default=0)
-    # Task names are not node ids: one like "<x>" would be read as an HTML string.
-    node = {task_type: f"type{i}" for i, (task_type, _, _) in enumerate(types)}
+    node = type_nodes(trace, show_main)
     for task_type, n, work in types:
         if task_type == PROGRAM:
             dot.node(node[PROGRAM], f"main (the program's own code)\n{plural(n, 'fragment')}\n{human(work)} instr",
@@ -167,11 +174,18 @@ def type_graph(trace: TaskTrace, show_main: bool = False) -> graphviz.Digraph:
     return dot
 
 
-def write_graph(trace: TaskTrace, out_dir: str | Path, *, all_edges: bool = False, collapse: str = "auto",
-                max_nodes: int = 300, show_main: bool = False, formats: tuple[str, ...] = ("dot", "svg"),
-                report=None) -> dict[str, Path]:
-    """Writes the DOT and lays it out in each other format; ``report(message)`` hears about long
-    layouts and about layouts not attempted because Graphviz would take too long."""
+@dataclass
+class Drawing:
+    """The graph ``tareador graph`` draws for a trace, and why it is drawn that way."""
+
+    dot: graphviz.Digraph
+    nodes: int
+    collapsed: bool  # one node per task type
+    too_big: bool  # beyond LAYOUT_LIMIT nodes: Graphviz would take too long to lay it out
+
+
+def drawing(trace: TaskTrace, *, all_edges: bool = False, collapse: str = "auto", max_nodes: int = 300,
+            show_main: bool = False) -> Drawing:
     drawn = sum(1 for t in trace.fragments if show_main or not t.is_main)
     collapsed = collapse == "always" or (collapse == "auto" and drawn > max_nodes)
     nodes = len(trace.task_types) + show_main if collapsed else drawn
@@ -179,6 +193,16 @@ def write_graph(trace: TaskTrace, out_dir: str | Path, *, all_edges: bool = Fals
     # The transitive reduction grows like nodes^2 (4 s at 2000, a minute at 5000): a graph too big
     # to lay out keeps every edge rather than hang before writing its DOT.
     dot = type_graph(trace, show_main) if collapsed else instance_graph(trace, all_edges or too_big, show_main)
+    return Drawing(dot, nodes, collapsed, too_big)
+
+
+def write_graph(trace: TaskTrace, out_dir: str | Path, *, all_edges: bool = False, collapse: str = "auto",
+                max_nodes: int = 300, show_main: bool = False, formats: tuple[str, ...] = ("dot", "svg"),
+                report=None) -> dict[str, Path]:
+    """Writes the DOT and lays it out in each other format; ``report(message)`` hears about long
+    layouts and about layouts not attempted because Graphviz would take too long."""
+    drawn = drawing(trace, all_edges=all_edges, collapse=collapse, max_nodes=max_nodes, show_main=show_main)
+    dot, nodes, too_big = drawn.dot, drawn.nodes, drawn.too_big
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = {}

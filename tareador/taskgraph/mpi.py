@@ -27,6 +27,7 @@ from tareador.errors import TraceDirError
 from tareador.files import write_text
 from tareador.taskgraph.matching import COMPLETIONS, OTHER, RECEIVE, SEND, SENDRECVS, Matching, Message, match, sides
 from tareador.taskgraph.model import Communicator, MpiCall, TaskTrace
+from tareador.taskgraph.mpi_calls import first_one_sided, moves_no_data
 from tareador.taskgraph.store import load_trace, read_summary, read_table, remove_owned, write_table
 
 RANK_DIR = re.compile(r"rank-(\d+)")
@@ -34,7 +35,8 @@ RANK_DIR = re.compile(r"rank-(\d+)")
 # Calls that carry no data and need no model: they are not listed as unmodelled.
 BOOKKEEPING = {"MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Comm_rank", "MPI_Comm_size", "MPI_Comm_dup",
                "MPI_Comm_split", "MPI_Comm_split_type", "MPI_Comm_create", "MPI_Comm_free", "MPI_Mprobe",
-               "MPI_Improbe", "MPI_Probe", "MPI_Iprobe", "MPI_Request_free"}
+               "MPI_Improbe", "MPI_Probe", "MPI_Iprobe", "MPI_Request_free", "MPI_Send_init", "MPI_Bsend_init",
+               "MPI_Ssend_init", "MPI_Rsend_init", "MPI_Recv_init", "MPI_Start", "MPI_Startall"}
 
 MISSING = "wrote no trace"  # the ending of a rank without a directory
 
@@ -257,6 +259,11 @@ def build_run(directory: str | Path, ending: str | None = None, starmap=None) ->
     """
     d = Path(directory)
     run = _run(d, read_ranks(d, starmap), {})
+    transfer = first_one_sided(run.calls)
+    if transfer is not None:
+        raise TraceDirError(f"rank {transfer.rank} called {transfer.call} (one-sided communication, mpi.csv seq "
+                            f"{transfer.seq}): tareador does not model the data one-sided calls move, so the run's "
+                            "dependencies and times would be wrong; nothing was written")
     run.summary = _summary(run, ending)
     write_table(d / "mpi.csv", MpiCall, run.calls)
     write_table(d / "messages.csv", Message, run.messages)
@@ -289,15 +296,17 @@ def _summary(run: MpiRun, ending: str | None) -> dict:
     if not run.calls and not missing:
         warnings.append(f"no rank made an MPI call: the {len(run.ranks)} ranks are independent runs of the program")
     unmodelled = Counter(c.call for c in run.calls if side[c.rank, c.seq] == OTHER and c.operation not in BOOKKEEPING)
-    if unmodelled:
-        warnings.append("MPI calls tareador does not model (only their place in time is kept): "
-                        + ", ".join(f"{name} x{n}" for name, n in sorted(unmodelled.items())))
+    dropped = {name: n for name, n in sorted(unmodelled.items()) if not moves_no_data(name)}
+    if dropped:
+        warnings.append("MPI calls whose data movement tareador does not model (their messages and buffer accesses "
+                        "are missing: no dependencies through them, no communication time): "
+                        + ", ".join(f"{name} x{n}" for name, n in dropped.items()))
     for what, items in (("send", m.unmatched_sends), ("receive", m.unmatched_receives),
                         ("collective call", m.unmatched_collectives)):
         if items:
             warnings.append(f"{len(items)} {what}{'s' * (len(items) > 1)} matched nothing (summary.json lists "
                             f"{'them' if len(items) > 1 else 'it'})")
-    first = run.ranks[0].summary
+    first = next((t.summary for t in run.ranks if t.summary.get("program")), {})
     return {
         "program": first.get("program"),
         "arguments": first.get("arguments", []),
@@ -313,6 +322,7 @@ def _summary(run: MpiRun, ending: str | None) -> dict:
         "unmatched_receives": [described(c) for c in m.unmatched_receives],
         "unmatched_collectives": m.unmatched_collectives,
         "calls_not_modelled": dict(sorted(unmodelled.items())),
+        "data_not_modelled": dropped,
         "warnings": warnings,
     }
 

@@ -36,7 +36,7 @@ OWNED = ("tasks.csv", "deps.csv", "objects.csv", "summary.json", "graph.dot", "g
          "authentic.pcf", "whatif-*.png", "whatif.csv", "explore.csv", "explore.png", "mpi.csv", "comms.csv",
          "messages.csv", "patterns.npz", "patterns.csv", "patterns-*.png", "overlap-*.dim", "overlap.csv",
          "overlap.png", "accesses.csv", "calls.csv", "durations.csv", "timing.json", "models.csv", "models.png",
-         "*-measured.dim", "*-measured.pcf")
+         "*-measured.dim", "*-measured.pcf", "report.html")
 FRAGMENT = [fl.name for fl in fields(Fragment)]  # the columns of tasks.csv
 DEPENDENCY = [fl.name for fl in fields(Dependency)]  # ... of deps.csv
 
@@ -51,11 +51,15 @@ def write_table(path: Path, cls, rows) -> None:
 
 
 def read_table(path: Path, cls, remedy: str | None = None) -> list:
-    """The rows of a table of ``cls`` (a dataclass of int and str fields, in the file's column order)."""
+    """The rows of a table of ``cls`` (a dataclass of int, float and str fields, in the file's
+    column order)."""
     names = [fl.name for fl in fields(cls)]
-    ints = [fl.name for fl in fields(cls) if fl.type == "int"]
-    columns = read_csv(_present(path, remedy), names, ints, [name for name in names if name not in ints])
-    return list(map(cls, *(columns[name].tolist() if name in ints else columns[name].strings() for name in names)))
+    kinds = {fl.name: fl.type for fl in fields(cls)}
+    ints, floats = [n for n in names if kinds[n] == "int"], [n for n in names if kinds[n] == "float"]
+    columns = read_csv(_present(path, remedy), names, ints, [n for n in names if kinds[n] not in ("int", "float")],
+                       floats)
+    return list(map(cls, *(columns[n].strings() if isinstance(columns[n], Text) else columns[n].tolist()
+                           for n in names)))
 
 
 def _present(path: Path, remedy: str | None = None) -> Path:

@@ -63,6 +63,7 @@ def import_frida():
 GLIBC_TUNABLES = "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD"
 
 
+
 @dataclass
 class AgentResult:
     meta: dict
@@ -160,11 +161,12 @@ def _exec_through(device, argv: list[str], env: dict) -> int | None:
 def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RECORDS,
               ignored_modules: tuple[str, ...] = (), system_modules: tuple[str, ...] = (),
               patterns: bool = False, task_functions: tuple = (), explore: bool = False,
-              own_libraries: tuple[str, ...] = ()) -> AgentResult:
+              own_libraries: tuple[str, ...] = (), abort_waits: bool = False) -> AgentResult:
     """Spawn argv under the agent; returns the agent's result (or what is known if none came).
     patterns: also record the communication patterns (tracer_agents/patterns.c; MPI runs);
     task_functions: the TaskFunction entries whose calls are tasks; explore: record them for
-    tareador explore (the program's task markers ignored); own_libraries: see agent.js."""
+    tareador explore (the program's task markers ignored); own_libraries: see agent.js;
+    abort_waits: MPI_Abort waits to be killed once the trace is shipped (tareador mpirun)."""
     path = check_program(argv)
     sources = toolchain.agent_sources()
     toolchain.installed_annotation_library()
@@ -214,12 +216,13 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
                     "taskFunctions": [vars(f) for f in task_functions],
                     "explore": explore,
                     "ownLibraries": list(own_libraries),
+                    "abortWaits": abort_waits,
                 })
             except (frida.core.RPCException, frida.InvalidOperationError) as e:
                 reason = str(e).splitlines()[0].removeprefix("Error: ")  # the agent's message, not its JS stack
                 raise TracingError(f"the tracer could not be installed in '{argv[0]}': {reason}") from None
             device.resume(pid)
-            _follow(script, done, detached, result, progress)
+            _follow(script, done, detached, result, progress, abort_waits)
         finally:
             if result.get("detached") != "process-terminated":
                 _kill(device, pid)  # never left behind, whatever happened here
@@ -229,9 +232,10 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
     return agent
 
 
-def _follow(script, done: threading.Event, detached: threading.Event, result: dict, progress) -> None:
-    """Until the agent's result (or the process's end): its progress shown; Ctrl-C (or SIGTERM/SIGHUP)
-    asks the agent to ship what it has."""
+def _follow(script, done: threading.Event, detached: threading.Event, result: dict, progress,
+            abort_waits: bool) -> None:
+    """Until the agent's result (or the process's end): its progress shown; Ctrl-C (or
+    SIGTERM/SIGHUP) asks the agent to ship what it has."""
     frida = import_frida()
     try:
         while not done.wait(0.5):
@@ -240,9 +244,10 @@ def _follow(script, done: threading.Event, detached: threading.Event, result: di
                     progress(script.exports_sync.progress())
                 except (frida.InvalidOperationError, frida.core.RPCException):
                     pass
-        if result.get("meta", {}).get("ending", {}).get("kind") == "exit":
+        kind = result.get("meta", {}).get("ending", {}).get("kind")
+        if kind == "exit" or kind == "abort" and not abort_waits:
             detached.wait()  # the program's own exit path (atexit, flushing its files) runs on
-        else:
+        elif kind != "abort":
             detached.wait(5)
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (Stopped)
         if "meta" not in result:

@@ -38,7 +38,18 @@ class MPI:
 
     def env(self, base: Mapping[str, str] | None = None, supervised: bool = False) -> dict[str, str]:
         return {**(os.environ if base is None else base), **self.environment,
-                **(self.supervised_environment if supervised else {})}
+                **({**self.supervised_environment, SUPERVISED: "1"} if supervised else {})}
+
+
+# Set in every rank's environment by `tareador mpirun`: the rank's tracer is supervised
+# (tracing/mpirun.py), which prints the run's summary instead of each rank's, and tells each
+# tracer it stops why in the run directory's STOP_REASON file.
+SUPERVISED = "TAREADOR_MPIRUN"
+STOP_REASON = ".stop-reason"
+
+
+def supervised(environ: Mapping[str, str] | None = None) -> bool:
+    return (os.environ if environ is None else environ).get(SUPERVISED) == "1"
 
 
 # Oversubscribes without being asked, has no root check, and talks to its ranks over an
