@@ -43,8 +43,8 @@ from trace_overhead import output_discarded
 
 from tareador.analyses.speedup import study
 from tareador.simulation.machine import Machine, in_nanoseconds
-from tareador.taskgraph.dag import load_dag
 from tareador.taskgraph.durations import measured_dag
+from tareador.taskgraph.store import load_dag
 from tareador.tracing import toolchain
 from tareador.tracing.run import trace
 

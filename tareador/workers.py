@@ -16,13 +16,14 @@ import os
 import signal
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 
-from tareador.tracing.mpi_launch import rank as launcher_rank
-
 Starmap = Callable[[Callable, Sequence[tuple]], list]
+# Where each launcher tells a process its number in MPI_COMM_WORLD: Open MPI's mpiexec; MPICH's
+# (Hydra) with its default PMI_FD; Hydra with `-pmi-port`. And how many it started.
+RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMI_ID")
 SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")  # Open MPI's mpiexec; MPICH's Hydra, Slurm's PMI
 # A process pool pays off only for much per-rank work: a worker's result travels back pickled,
 # and unpickling a rank's tables costs the parent about as much as reading them (0.55 s against
@@ -38,6 +39,16 @@ def default_jobs(ranks: int, size: int) -> int:
     bytes: this one alone, unless the work is large enough for a pool to pay off."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     return min(ranks, cpus) if ranks > 1 and size >= POOL_MIN_BYTES and cpus > 1 else 1
+
+
+def launch_rank(environ: Mapping[str, str] | None = None) -> int | None:
+    """The rank a launcher gave this process, None outside a launcher. Read from the environment
+    because a tracer must not call MPI_Init itself: it would take the traced rank's place."""
+    environ = os.environ if environ is None else environ
+    for name in RANK_VARIABLES:
+        if environ.get(name, "").isdigit():
+            return int(environ[name])
+    return None
 
 
 def launch_size() -> int:
@@ -67,7 +78,7 @@ def rank_pool(jobs: int | None = None, work: tuple[int, int] | None = None) -> I
             finally:
                 comm.bcast(None, root=0)
             return
-        if launcher_rank():
+        if launch_rank():
             yield None
             return
     if jobs is None and work is not None:
@@ -117,7 +128,7 @@ def _world(size: int):
             return MPI.COMM_WORLD
         why = (f"mpi4py's MPI ({MPI.Get_library_version().split(',')[0].strip()}) is not the launcher's: each "
                "process is alone in its MPI_COMM_WORLD")
-    if not launcher_rank():
+    if not launch_rank():
         print(f"tareador: launched as {size} MPI processes, but {why}; process 0 does all the work (install mpi4py "
               "for the launcher's MPI: make deps)", file=sys.stderr)
     return None

@@ -17,7 +17,7 @@ import pytest
 from tareador.analyses.patterns import figures, statistics
 from tareador.formats.dimemas import read_dim
 from tareador.simulation.dimemas_engine import replay
-from tareador.simulation.machine import BUNDLED, load_machine
+from tareador.simulation.machine_files import BUNDLED, load_machine
 from tareador.taskgraph.patterns import TransferPattern
 from tareador.tracing import toolchain
 from tareador.tracing.mpi_launch import MPICH, MPIS, OPEN_MPI

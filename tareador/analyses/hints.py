@@ -39,7 +39,7 @@ from tareador.analyses.hint_clauses import (
 from tareador.analyses.pragma_dag import PragmaRun, Structure, replay, unenforced
 from tareador.analyses.signatures import Signature, signature
 from tareador.errors import TraceDirError
-from tareador.taskgraph.dag import Dag, dag_from_trace, indices, reaches, span, with_edges
+from tareador.taskgraph.dag import Dag, indices, reaches, span, with_edges
 from tareador.taskgraph.model import RAW, WAR, WAW, Access, DataObject, Dependency, TaskCall, TaskTrace
 from tareador.taskgraph.store import load_trace, read_table
 
@@ -77,7 +77,7 @@ class Hints:
 
     def pragma_trace(self, trace: TaskTrace) -> TaskTrace:
         """trace with the dependences the pragmas give instead of the traced ones: simulate it to
-        predict the OpenMP run of the generated pragmas (``dag_from_trace``)."""
+        predict the OpenMP run of the generated pragmas (its ``dag``)."""
         return TaskTrace(trace.fragments, self.pragma_deps, trace.objects, trace.summary, trace.path)
 
 
@@ -158,7 +158,7 @@ def hints(trace: TaskTrace, accesses: list[Access], calls: list[TaskCall],
                 and not _captured(d, s, objects, touching, body_reads)]
     waits = _waits(required, s)
     run = replay(instances, clauses, objects, s, sorted(waits))
-    structure = dag_from_trace(TaskTrace(trace.fragments, [], trace.objects, trace.summary, trace.path))
+    structure = TaskTrace(trace.fragments, [], trace.objects, trace.summary, trace.path).dag
     dag = _with_dependencies(structure, run.src, run.dst)
     missing = unenforced(run, dag, s, required)
     raw = [d for d in trace.deps if d.kind == RAW]

@@ -7,8 +7,15 @@ import csv
 import json
 from pathlib import Path
 
-from tareador.cli.patterns import add_chunks_option
+from tareador.analyses.overlap import TRACES, overlap_sweep
+from tareador.cli.options import load_machine_arg
+from tareador.cli.patterns import add_chunks_option, run_patterns
+from tareador.cli.replay import value_list
 from tareador.files import output_file
+from tareador.formats.dimemas import read_dim
+from tareador.render.plots import plot_overlap
+from tareador.synthesis.mpi_authentic import write_mpi_authentic
+from tareador.synthesis.overlap import KINDS, write_overlap_trace
 
 
 def register(subparsers) -> None:
@@ -32,15 +39,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from tareador.analyses.overlap import TRACES, overlap_sweep
-    from tareador.cli.patterns import run_patterns
-    from tareador.cli.replay import value_list
-    from tareador.cli.simulate import load_machine_arg
-    from tareador.formats.dimemas import read_dim
-    from tareador.render.plots import plot_overlap
-    from tareador.synthesis.mpi_authentic import write_mpi_authentic
-    from tareador.synthesis.overlap import KINDS, write_overlap_trace
-
     d = Path(args.run_dir)
     bandwidths = sorted(value_list(args.bandwidth, "--bandwidth"))
     machine = load_machine_arg(args.machine)

@@ -5,7 +5,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import numpy as np
+
+from tareador.cli.patterns import write_run_patterns
 from tareador.errors import UserError
+from tareador.files import together
+from tareador.formats.paraver import task_type_values
+from tareador.render.summary import format_run_summary
+from tareador.synthesis.mpi_authentic import by_rank, call_records, communicators, write_mpi_authentic
+from tareador.synthesis.mpi_ompss import rank_threads, write_mpi_ompss
+from tareador.taskgraph.durations import aligned, load_durations, measured_calls, measured_trace
+from tareador.taskgraph.mpi import build_run, rank_dirs
+from tareador.taskgraph.store import remove_owned
+from tareador.workers import rank_pool
 
 
 def register(subparsers) -> None:
@@ -34,9 +46,6 @@ def add_collectives_option(p) -> None:
 
 
 def run(args) -> int:
-    from tareador.render.summary import format_run_summary
-    from tareador.workers import rank_pool
-
     if args.jobs is not None and args.jobs < 1:
         raise UserError(f"--jobs must be at least 1, not {args.jobs}")
     with rank_pool(args.jobs, run_work(args.run_dir)) as starmap:
@@ -55,12 +64,8 @@ def postprocess(directory: str | Path, ending: str | None = None, collectives: s
     pool). They are written all together or, on any error, none, and what an earlier postprocess
     wrote is removed."""
     if starmap is None:
-        from tareador.workers import rank_pool
-
         with rank_pool(work=run_work(directory)) as starmap:
             return postprocess(directory, ending, collectives, starmap)
-    from tareador.files import together
-    from tareador.taskgraph.store import remove_owned
 
     d = Path(directory)
     try:
@@ -73,16 +78,11 @@ def postprocess(directory: str | Path, ending: str | None = None, collectives: s
 
 def run_work(directory: str | Path) -> tuple[int, int]:
     """(ranks, bytes of their files) of a run directory: what decides whether a pool pays off."""
-    from tareador.taskgraph.mpi import rank_dirs
-
     dirs = rank_dirs(Path(directory))
     return len(dirs), sum(f.stat().st_size for d in dirs.values() for f in d.iterdir() if f.is_file())
 
 
 def _write_run(d: Path, ending: str | None, collectives: str, starmap):
-    from tareador.cli.patterns import write_run_patterns
-    from tareador.taskgraph.mpi import build_run
-
     result = build_run(d, ending, starmap)
     write_run_patterns(d, result.messages, starmap=starmap)
     write_run_traces(d, result, collectives, starmap)
@@ -95,10 +95,6 @@ def write_run_traces(d: Path, run, collectives: str, starmap, measured: bool = F
     """authentic.dim and ompss.dim of an MpiRun; ``measured``: authentic-measured.dim and
     ompss-measured.dim, every rank's fragments and calls on its measured clock (DurationsError
     when a rank has no usable durations.csv)."""
-    from tareador.formats.paraver import task_type_values
-    from tareador.synthesis.mpi_authentic import by_rank, call_records, communicators, write_mpi_authentic
-    from tareador.synthesis.mpi_ompss import rank_threads, write_mpi_ompss
-
     ranks, calls = run.ranks, run.calls_by_rank
     if measured:
         ranks, calls = measured_ranks(d, ranks, calls)
@@ -115,10 +111,6 @@ def write_run_traces(d: Path, run, collectives: str, starmap, measured: bool = F
 
 def measured_ranks(d: Path, ranks: list, calls: list) -> tuple[list, list]:
     """Every rank's trace and calls on its measured clock (taskgraph/durations.py)."""
-    import numpy as np
-
-    from tareador.taskgraph.durations import aligned, load_durations, measured_calls, measured_trace
-
     out_ranks, out_calls = [], []
     for r, (trace, rank_calls) in enumerate(zip(ranks, calls)):
         where = d / f"rank-{r}"

@@ -6,10 +6,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import webbrowser
 from pathlib import Path
 
-from tareador.cli.mapping import add_ranks_per_node
-from tareador.cli.simulate import add_machine_options
+from tareador.cli.hints import size_names
+from tareador.cli.mapping import add_ranks_per_node, with_ranks_per_node
+from tareador.cli.options import core_list
+from tareador.cli.simulate import add_machine_options, machine_options
+from tareador.cli.simulate_mpi import default_cores_per_rank
+from tareador.cli.whatif import factor_list
+from tareador.errors import UserError
+from tareador.report.settings import Settings
+from tareador.taskgraph.store import is_run
 
 REPORT_NAME = "report.html"
 
@@ -43,8 +51,6 @@ def register(subparsers) -> None:
 def output_path(args) -> Path:
     """Where the page goes, checked before anything is computed: a directory that does not exist or
     cannot be written is one line, not a traceback minutes later."""
-    from tareador.errors import UserError
-
     out = Path(args.output) if args.output else Path(args.trace_dir) / REPORT_NAME
     if out.is_dir():
         raise UserError(f"{out} is a directory: give the file to write, e.g. -o {out / REPORT_NAME}")
@@ -58,13 +64,6 @@ def output_path(args) -> Path:
 
 def settings_of(args):
     """The report's Settings from the command line, with the defaults of 'tareador simulate'."""
-    from tareador.cli.hints import size_names
-    from tareador.cli.mapping import with_ranks_per_node
-    from tareador.cli.simulate import core_list, machine_options
-    from tareador.cli.simulate_mpi import default_cores_per_rank
-    from tareador.cli.whatif import factor_list
-    from tareador.report.settings import Settings
-
     machine, cores, _ = machine_options(args)
     machine = with_ranks_per_node(machine, args.ranks_per_node)
     per_rank = core_list(args.cores) if args.cores is not None else default_cores_per_rank(machine, args.machine)
@@ -77,10 +76,8 @@ def settings_of(args):
 
 
 def run(args) -> int:
-    from tareador.errors import UserError
-    from tareador.report.run_report import run_report
+    from tareador.report.run_report import run_report  # here: the pages load Bokeh, which --help need not
     from tareador.report.trace_report import trace_report
-    from tareador.taskgraph.store import is_run
 
     if args.max_nodes < 1:
         raise UserError("--max-nodes must be a positive number of nodes")
@@ -108,8 +105,6 @@ def run(args) -> int:
     size_text = f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size / 2**10:.0f} KiB"
     print(f"report: {path} ({size_text}, self-contained: open it from the file, offline)")
     if args.open:
-        import webbrowser
-
         if not webbrowser.open(path.resolve().as_uri()):
             print(f"tareador: no web browser to open it with; open {path} yourself", file=sys.stderr)
     return 0

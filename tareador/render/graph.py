@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import graphviz
-import networkx as nx
+import numpy as np
 
 from tareador.errors import ToolchainError
 from tareador.files import printable, write_bytes, write_text
 from tareador.render.summary import human, plural, work_by_type
 from tareador.system_packages import how_to_install
+from tareador.taskgraph.dag import bypass_edges, transitive_reduction
 from tareador.taskgraph.model import PROGRAM, RAW, TaskTrace
 
 PALETTE = ["#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377", "#BBBBBB", "#EE8866",
@@ -46,26 +47,18 @@ def _width(instructions: int, largest: int) -> float:
 
 
 def drawn_edges(trace: TaskTrace, all_edges: bool, show_main: bool = False) -> list[tuple[int, int]]:
-    """RAW and ordering edges between the fragments drawn, transitive ones removed unless asked.
+    """The schedule's edges between the fragments drawn, as id pairs, transitive ones removed
+    unless asked.
 
     With main folded, an order that only main's code implies (a task whose result main reads
     before creating another) stays visible as an edge between the two tasks: main's fragments are
     contracted, each one's predecessors joined to its successors.
     """
-    g = trace.graph
-    kept = nx.DiGraph()
-    kept.add_nodes_from(g.nodes)
-    kept.add_edges_from((s, d) for s, d, a in g.edges(data=True) if a["order"] or any(x.kind == RAW for x in a["deps"]))
-    if not all_edges:
-        kept = nx.transitive_reduction(kept)
-    if not show_main:
-        for t in trace.fragments:
-            if t.is_main:
-                kept.add_edges_from((p, s) for p in kept.predecessors(t.id) for s in kept.successors(t.id))
-                kept.remove_node(t.id)
-        if not all_edges:
-            kept = nx.transitive_reduction(kept)
-    return sorted(kept.edges)
+    dag = trace.dag
+    kept = np.ones(dag.n, bool) if show_main else ~dag.is_main
+    pairs = bypass_edges(dag, kept) if all_edges else transitive_reduction(dag, kept)
+    ids = dag.ids.tolist()
+    return sorted((ids[s], ids[d]) for s, d in pairs)
 
 
 def _text(name: str) -> str:
@@ -124,10 +117,12 @@ def instance_graph(trace: TaskTrace, all_edges: bool, show_main: bool = False) -
                            fillcolor=colours[t.name], width=str(_width(t.instructions, largest)))
         if box is None:
             dot.subgraph(graph)
-    g = trace.graph
+    between: dict[tuple[int, int], list] = defaultdict(list)
+    for x in trace.deps:
+        between[x.src, x.dst].append(x)
     by_id = {t.id: t for t in trace.fragments}
     for s, d in drawn_edges(trace, all_edges, show_main):
-        deps = g.edges[s, d]["deps"] if g.has_edge(s, d) else []
+        deps = between.get((s, d), [])
         # main -> the task it creates is an order edge anyway: the loop variables it reads add nothing.
         creation = by_id[s].is_main and by_id[d].parent == s
         if any(x.kind == RAW for x in deps) and not creation:

@@ -18,16 +18,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tareador.report.settings import Settings
+from tareador.simulation.machine_files import load_machine
+from tareador.taskgraph.store import is_run
+
 
 def report(directory: str | Path, **settings):
     """The report of a trace directory or an MPI run directory, as a ``Report`` (``.save(path)``
     writes the page; a notebook displays it inline). ``settings`` are ``report.settings.Settings``'
     fields (cores, cores_per_rank, policy, machine, durations, factors, sizes, max_nodes, collapse);
-    ``machine`` may be a machine file's path or a bundled machine's name."""
-    from tareador.report.settings import Settings
+    ``machine`` may be a machine file's path or a bundled machine's name. The pages' modules are
+    imported here, not with this package: they load Bokeh, a second that no other command pays."""
     from tareador.report.trace_report import trace_report
-    from tareador.simulation.machine import load_machine
-    from tareador.taskgraph.store import is_run
 
     if isinstance(settings.get("machine"), (str, Path)):
         settings["machine_file"] = str(settings["machine"])

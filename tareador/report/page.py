@@ -17,8 +17,8 @@ from importlib.resources import files
 from bokeh.embed import file_html
 from bokeh.resources import INLINE
 
-from tareador import __version__
 from tareador.report.html import text
+from tareador.version import __version__
 
 TEMPLATE = """
 {% from macros import embed %}

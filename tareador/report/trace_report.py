@@ -1,7 +1,7 @@
 """The report of one trace directory (``tareador trace``, or one rank of an MPI run).
 
 Everything on the page comes from the earlier stages' public functions: the trace
-(``store.load_trace``), its arrays (``dag.dag_from_trace``), the simulations of ``tareador
+(``store.load_trace``), its graph (``trace.dag``), the simulations of ``tareador
 simulate`` (``analyses.speedup.study``), the what-ifs (``analyses.whatif``), the hints
 (``analyses.hints``) and the graph of ``tareador graph`` (``render.graph``). A trace directory
 holds no simulation, so every report simulates with its settings and says which.
@@ -25,7 +25,6 @@ from tareador.report.summary import command_line, trace_summary
 from tareador.report.task_graph import graph_section
 from tareador.report.whatif import whatif_section
 from tareador.simulation.machine import in_nanoseconds
-from tareador.taskgraph.dag import dag_from_trace
 from tareador.taskgraph.durations import measured_dag
 from tareador.taskgraph.store import load_trace
 
@@ -33,7 +32,7 @@ from tareador.taskgraph.store import load_trace
 def trace_report(directory: str | Path, settings: Settings | None = None) -> Report:
     settings = settings or Settings()
     trace = load_trace(directory)
-    dag = dag_from_trace(trace)
+    dag = trace.dag
     if not dag.n:
         raise ReportError(f"{directory} has no task instances to show")
     unit, machine = "instructions", settings.machine

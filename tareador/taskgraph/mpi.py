@@ -25,43 +25,20 @@ from pathlib import Path
 
 from tareador.errors import TraceDirError
 from tareador.files import write_text
-from tareador.taskgraph.model import IMMEDIATE_RECEIVES, IMMEDIATE_SENDS, Communicator, MpiCall, TaskTrace
+from tareador.taskgraph.matching import COMPLETIONS, OTHER, RECEIVE, SEND, SENDRECVS, Matching, Message, match, sides
+from tareador.taskgraph.model import Communicator, MpiCall, TaskTrace
 from tareador.taskgraph.mpi_calls import first_one_sided, moves_no_data
 from tareador.taskgraph.store import load_trace, read_summary, read_table, remove_owned, write_table
 
 RANK_DIR = re.compile(r"rank-(\d+)")
 
-# What each call is to the run, by name without the MPI-4 large-count suffix (_c).
-BLOCKING_SENDS = {"MPI_Send", "MPI_Bsend", "MPI_Rsend", "MPI_Ssend"}
-BLOCKING_RECEIVES = {"MPI_Recv", "MPI_Mrecv"}
-SENDRECVS = {"MPI_Sendrecv", "MPI_Sendrecv_replace"}
-COMPLETIONS = {"MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome",
-               "MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome"}
-ROOTED = {"MPI_Bcast", "MPI_Reduce", "MPI_Gather", "MPI_Gatherv", "MPI_Scatter", "MPI_Scatterv"}
-COLLECTIVES = ROOTED | {"MPI_Barrier", "MPI_Allreduce", "MPI_Scan", "MPI_Exscan", "MPI_Allgather", "MPI_Allgatherv",
-                        "MPI_Alltoall", "MPI_Alltoallv", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block"}
 # Calls that carry no data and need no model: they are not listed as unmodelled.
 BOOKKEEPING = {"MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Comm_rank", "MPI_Comm_size", "MPI_Comm_dup",
                "MPI_Comm_split", "MPI_Comm_split_type", "MPI_Comm_create", "MPI_Comm_free", "MPI_Mprobe",
                "MPI_Improbe", "MPI_Probe", "MPI_Iprobe", "MPI_Request_free", "MPI_Send_init", "MPI_Bsend_init",
                "MPI_Ssend_init", "MPI_Rsend_init", "MPI_Recv_init", "MPI_Start", "MPI_Startall"}
 
-SEND, RECEIVE, COMPLETION, COLLECTIVE, OTHER = "send", "receive", "completion", "collective", "other"
 MISSING = "wrote no trace"  # the ending of a rank without a directory
-
-
-@dataclass(frozen=True)
-class Message:
-    """One row of messages.csv: a point-to-point message matched to its receive."""
-
-    id: int
-    src: int  # world ranks
-    dst: int
-    tag: int
-    comm: int  # the communicator's number in the sender's mpi.csv
-    bytes: int  # as sent
-    send_seq: int  # mpi.csv seq of the send on rank src
-    recv_seq: int  # ... of the receive on rank dst
 
 
 @dataclass
@@ -89,40 +66,13 @@ class MpiRun:
         return by_rank
 
     @cached_property
-    def matching(self):
+    def matching(self) -> Matching:
         """Messages, collectives and what matched nothing (tareador.taskgraph.matching)."""
-        from tareador.taskgraph.matching import match
-
         return match(self.calls_by_rank, self.comms)
 
     @property
     def messages(self) -> list[Message]:
         return self.matching.messages
-
-
-def sides(calls: Sequence[MpiCall]) -> list[str]:
-    """What each of one rank's calls (in seq order) is to the run: SEND, RECEIVE, COMPLETION,
-    COLLECTIVE or OTHER. Send-receive rows alternate: the send part, then its receive part."""
-    result = []
-    pair_open = False
-    for c in calls:
-        op = c.operation
-        if op in SENDRECVS:
-            result.append(RECEIVE if pair_open else SEND)
-            pair_open = not pair_open
-            continue
-        pair_open = False
-        if op in BLOCKING_SENDS or op in IMMEDIATE_SENDS:
-            result.append(SEND)
-        elif op in BLOCKING_RECEIVES or op in IMMEDIATE_RECEIVES:
-            result.append(RECEIVE)
-        elif op in COMPLETIONS:
-            result.append(COMPLETION)
-        elif op in COLLECTIVES and c.comm >= 0:
-            result.append(COLLECTIVE)
-        else:
-            result.append(OTHER)
-    return result
 
 
 def blocked_in(calls: Sequence[MpiCall], trace: TaskTrace, waiting: set[int]) -> MpiCall | None:

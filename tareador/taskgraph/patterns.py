@@ -155,7 +155,7 @@ def _fractions(times: np.ndarray, start: int, stop: int) -> np.ndarray:
 
 
 def transfer_patterns(messages: Sequence, ranks: Sequence[RankPatterns | None]) -> list[TransferPattern]:
-    """One TransferPattern per message (tareador.taskgraph.mpi.Message) whose two buffers were
+    """One TransferPattern per message (tareador.taskgraph.matching.Message) whose two buffers were
     recorded (an empty message, or one from MPI_PROC_NULL, has none); ``ranks[r]`` is rank r's,
     None for a rank that wrote no trace."""
     result = []

@@ -1,4 +1,5 @@
-"""The MPIs tareador builds and runs programs with, and how a process learns its rank.
+"""The MPIs tareador builds and runs programs with (a process learns its rank from
+``workers.launch_rank``).
 
 `make deps` installs both Debian MPIs, MPICH and Open MPI, the two ABIs users' clusters have.
 They coexist: the unsuffixed `mpicc`/`mpiexec` are whichever the Debian alternatives chose, so
@@ -87,18 +88,4 @@ def linked_mpi(program: str) -> MPI | None:
         return OPEN_MPI
     if b"libmpich.so" in image or b"libmpi.so.12" in image:
         return MPICH
-    return None
-
-# Where each launcher tells a rank its number in MPI_COMM_WORLD: Open MPI's mpiexec; MPICH's
-# (Hydra) with its default PMI_FD; Hydra with `-pmi-port`.
-RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMI_ID")
-
-
-def rank(environ: Mapping[str, str] | None = None) -> int | None:
-    """The rank a launcher gave this process, None outside a launcher. Read from the environment
-    because a tracer must not call MPI_Init itself: it would take the traced rank's place."""
-    environ = os.environ if environ is None else environ
-    for name in RANK_VARIABLES:
-        if environ.get(name, "").isdigit():
-            return int(environ[name])
     return None

@@ -37,7 +37,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tareador.files import write_text
-from tareador.tracing.mpi_launch import MPI, STOP_REASON, rank
+from tareador.tracing.mpi_launch import MPI, STOP_REASON
+from tareador.workers import launch_rank
 
 TRACER = ("-m", "tareador", "trace", "--mpi", "--no-progress")
 GRACE = 30.0  # seconds tracers get to write their partial traces once told to stop
@@ -201,7 +202,7 @@ def _tracer_rank(pid: int) -> int | None:
             environ = dict(v.decode(errors="replace").partition("=")[::2] for v in f.read().split(b"\0") if v)
     except OSError:
         return None
-    return rank(environ)
+    return launch_rank(environ)
 
 
 def _signal(pid: int, sig: int) -> None:

@@ -16,7 +16,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from tareador import __version__
 from tareador.errors import AnnotationError, FunctionError, TracingError
 from tareador.taskgraph.model import TaskTrace
 from tareador.taskgraph.patterns import save_rank_patterns
@@ -24,6 +23,8 @@ from tareador.taskgraph.store import save, save_accesses, save_mpi
 from tareador.tracing import decode, mpi_launch
 from tareador.tracing.driver import check_program, run_agent
 from tareador.tracing.functions import TaskFunction, program_functions, resolve
+from tareador.version import __version__
+from tareador.workers import launch_rank
 
 ANNOTATION_ERRORS = {
     1: "tareador_end_task(\"{name}\") without a matching tareador_start_task",
@@ -282,7 +283,7 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     warnings = list(meta["warnings"]) + _task_warnings(meta["markers"][0], functions, tasks, calls, explore)
     problem = _annotation_problem(meta, partial)
     mpi_meta = meta["mpi"]
-    rank = mpi_meta["rank"] if mpi_meta and mpi_meta["rank"] >= 0 else (mpi_launch.rank() or 0)
+    rank = mpi_meta["rank"] if mpi_meta and mpi_meta["rank"] >= 0 else (launch_rank() or 0)
     if mpi:
         out_dir = Path(out_dir) / f"rank-{rank}"
     mpi_calls, comms = decode.mpi_tables(meta, result.data, objects, rank) if mpi_meta else ([], [])
@@ -292,7 +293,33 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
         warnings.append(f"{meta['patterns']['dropped']} message buffer(s) beyond the patterns' tables were not "
                         "recorded: tareador patterns and overlap leave those messages out")
     trace = TaskTrace(tasks, deps, objects, {}, str(out_dir))
-    trace.summary = {
+    trace.summary = _summary(argv, path, meta, trace, (ending, partial, ended_by), problem, warnings, started)
+    if explore:
+        trace.summary["explore_candidates"] = [f.name for f in functions]
+        trace.summary["explore_libraries"] = {f.name: f.library for f in functions if f.library}
+    elif functions:
+        trace.summary["task_functions"] = [f.name for f in functions]
+    if mpi or mpi_meta:
+        trace.summary.update(_mpi_summary(mpi_meta, rank, mpi_calls))
+    save(trace, out_dir)
+    save_accesses(out_dir, accesses, calls)
+    if mpi or mpi_meta:
+        save_mpi(out_dir, mpi_calls, comms)
+    recorded = decode.pattern_tables(meta, result.data)
+    if recorded is not None:
+        save_rank_patterns(out_dir, *recorded, end=meta["instructions"])
+    if problem:
+        raise AnnotationError(problem, str(out_dir))
+    return trace
+
+
+def _summary(argv: list[str], path: str, meta: dict, trace: TaskTrace, how: tuple[str, bool, str | None],
+             problem: str | None, warnings: list[str], started: float) -> dict:
+    """summary.json of a traced process: the run, how it ended (``_ending``), its graph's figures
+    (no T∞ when the markers are unbalanced: the graph is not the program's), the warnings."""
+    ending, partial, ended_by = how
+    tasks = trace.fragments
+    return {
         "program": argv[0],
         "program_path": path,
         "arguments": list(argv[1:]),
@@ -315,20 +342,3 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
         "tracing_seconds": round(time.monotonic() - started, 3),
         "tool_version": __version__,
     }
-    if explore:
-        trace.summary["explore_candidates"] = [f.name for f in functions]
-        trace.summary["explore_libraries"] = {f.name: f.library for f in functions if f.library}
-    elif functions:
-        trace.summary["task_functions"] = [f.name for f in functions]
-    if mpi or mpi_meta:
-        trace.summary.update(_mpi_summary(mpi_meta, rank, mpi_calls))
-    save(trace, out_dir)
-    save_accesses(out_dir, accesses, calls)
-    if mpi or mpi_meta:
-        save_mpi(out_dir, mpi_calls, comms)
-    recorded = decode.pattern_tables(meta, result.data)
-    if recorded is not None:
-        save_rank_patterns(out_dir, *recorded, end=meta["instructions"])
-    if problem:
-        raise AnnotationError(problem, str(out_dir))
-    return trace
