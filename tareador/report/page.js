@@ -100,7 +100,7 @@
     document.querySelectorAll("button.copy").forEach(function (b) {
       b.addEventListener("click", function () {
         var code = document.getElementById(b.dataset.target).textContent;
-        function done() { b.textContent = "copied"; setTimeout(function () { b.textContent = "copy"; }, 1500); }
+        function done() { b.textContent = "copied"; b.dataset.copies = String(Number(b.dataset.copies || 0) + 1); setTimeout(function () { b.textContent = "copy"; }, 1500); }
         function fallback() {
           var area = add(document.body, "textarea");
           area.value = code;
