@@ -11,15 +11,14 @@ from tareador.taskgraph.dag import Dag, reaches
 
 def dag(n: int, main: list[int], edges: set[tuple[int, int]]) -> Dag:
     e = np.array(sorted(edges), np.int64).reshape(-1, 2)
-    is_main = np.zeros(n, bool)
-    is_main[main] = True
+    instance, parent = np.arange(n), np.zeros(n, np.int64)  # tasks: each its own instance
+    instance[main], parent[main] = main[:1] * len(main), -1  # main's fragments: one instance
     none = np.zeros(0, np.int64)
     next_fragment = np.full(n, -1, np.int64)
     next_fragment[main[:-1]] = main[1:]  # main's fragments are one instance's, in order
-    return Dag(ids=np.arange(n), counter=np.arange(n), names=["t"] * n, is_main=is_main,
-               starts_instance=np.ones(n, bool), weight=np.ones(n, np.int64), src=e[:, 0], dst=e[:, 1],
-               dep_src=none, dep_dst=none, dep_bytes=none, next_fragment=next_fragment,
-               creator=np.full(n, -1, np.int64))
+    return Dag(ids=np.arange(n), counter=np.arange(n), names=["t"] * n, instance=instance, parent=parent,
+               next_fragment=next_fragment, weight=np.ones(n, np.int64), src=e[:, 0], dst=e[:, 1],
+               dep_src=none, dep_dst=none, dep_bytes=none)
 
 
 def searched(edges: set[tuple[int, int]], u: int, v: int) -> bool:

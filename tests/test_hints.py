@@ -212,25 +212,66 @@ def kernels(source, first: str, last: str) -> str:
     ("heat", ["64", "16", "2"], {"n": 64}, "static double *alloc_grid", "int main("),
     ("cholesky_tiles", ["4", "16"], {"TS": 16}, "#define TILE", "int main("),
     ("sparselu", ["6", "8"], {"BS": 8}, "/* A block of zeros", "int main("),
+    ("heat_blocks", ["16", "4", "3"], {"bs": 4}, "static double *alloc_cells", "int main("),
+    ("chainside", ["4", "1000"], {}, "static double work", "int main("),
+    ("integrate", ["2", "100"], {}, "static double f(", "static void node("),
 ])
-def test_openmp_examples_use_the_generated_pragmas(compile_c, tmp_path, name, args, sizes, first, last):
+def test_openmp_examples_use_the_generated_pragmas(traced_example, tmp_path, name, args, sizes, first, last):
     """examples/<name>_omp/<name>_omp.c: the pragmas are those hints prints for a trace of
-    examples/<name>/<name>.c, and the kernels (everything before main) are the same text, so the
-    OpenMP version does the work that was traced. Built with -fopenmp, it runs right on 2 threads
-    and passes its own check. The pragmas order every dependence the trace recorded: on
-    cholesky_tiles, whose tiles are parts of one allocation, each named by TILE(i, k); on
-    sparselu, where fwd reads part of the diagonal block lu0 writes and the code creating the
-    tasks allocates the fill-in blocks and fills the table of blocks."""
+    examples/<name>/<name>.c, and the kernels (the text from `first` to `last`) are the same, so
+    the OpenMP version does the work that was traced. Built with -fopenmp, it runs right on 1
+    and 2 threads and passes its own check. The pragmas order every dependence the trace
+    recorded: on cholesky_tiles, whose tiles are parts of one allocation, each named by
+    TILE(i, k); on sparselu (BOTS' pattern), where fwd reads part of the diagonal block lu0
+    writes and the code creating the tasks allocates and zeroes the fill-in blocks and fills the
+    table of blocks; on heat_blocks, where a task reads only an edge of each neighbour block; on
+    integrate, whose tasks write their results through a pointer into their parent's locals."""
     traced, omp = EXAMPLES / name / f"{name}.c", EXAMPLES / f"{name}_omp" / f"{name}_omp.c"
-    trace([str(compile_c(traced)), *args], tmp_path / "t", progress=False)
-    h = load_hints(str(tmp_path / "t"))
+    h = load_hints(str(traced_example(name, *args)))
     assert h.unenforced == []
     assert checked_in_pragmas(omp) == {th.function: pragmas(th, sizes)[0] for th in h.types}
     assert kernels(omp, first, last) == kernels(traced, first, last)
     exe = tmp_path / f"{name}_omp"
     subprocess.run(["cc", "-O2", "-fopenmp", str(omp), "-o", str(exe), "-lm"], check=True)
-    run = subprocess.run([str(exe), *args], capture_output=True, text=True, env={"OMP_NUM_THREADS": "2"})
-    assert run.returncode == 0 and "threads=2" in run.stdout and "check=ok" in run.stdout
+    for threads in ("1", "2"):
+        run = subprocess.run([str(exe), *args], capture_output=True, text=True, env={"OMP_NUM_THREADS": threads})
+        assert run.returncode == 0 and f"threads={threads}" in run.stdout and "check=ok" in run.stdout, run.stdout
+
+
+def test_integrate_asks_for_the_taskwaits_and_nothing_else(traced_example):
+    """integrate 2 100 (split 1 creates splits 2 and 3, each two leaves): each split's code after
+    its two children adds what they wrote into its locals left and right (3 places, in the frames
+    of node), and main reads the root's result from its local total after it (1 place): a
+    taskwait before each. The tasks also read spawn's parameters (at -O0, in spawn's frame) to
+    pass them to their bodies, which the parent's next spawn overwrites: values an OpenMP task
+    copies when created, so no WAR that OpenMP keeps, and T∞ without renaming is the traced one."""
+    h = load_hints(str(traced_example("integrate", "2", "100")))
+    assert h.warnings == [
+        f"{who} reads {frame} after tasks wrote it, at {places} place(s): put a #pragma omp taskwait (OmpSs-2: "
+        f"#pragma oss taskwait) before each"
+        for who, frame, places in (("the program's own code", "stack:main", 1),
+                                   ("split: its code after creating tasks", "stack:node", 3))]
+    assert h.unenforced == [] and h.tinf_without_renaming == h.tinf == h.tinf_pragmas
+
+
+def test_shared_only_the_creators_own_variables():
+    """shared(x) where the item is x's own storage: &x, an array x, x + i, &x[i], an array of
+    pointers q itself; not what a pointer variable p points at (p, p + i, &p[i]) nor an element
+    of q followed (q[i]): the task's copy of the pointer reaches the item, and the creator's
+    pointer variable may be gone when the task runs (integrate's spawn returns at once). A
+    variable the caller's debug information does not list is shared, as before."""
+    from tareador.analyses.hint_clauses import Clause, shared_variable
+    from tareador.analyses.signatures import OTHER, POINTER, POINTERS
+
+    kinds = {"x": OTHER, "p": POINTER, "q": POINTERS}
+
+    def item(target, kind="stack", position=0):
+        return Clause(target, "a", position, kind, "stack:main", 64, (0, 8), element=8)
+
+    assert [shared_variable(item(t), kinds) for t in ("&x", "x", "x + 1", "&x[i]", "&p", "q", "&q[i]", "y")] == [
+        "x", "x", "x", "x", "p", "q", "q", "y"]
+    assert [shared_variable(item(t), kinds) for t in ("p", "p + 1", "&p[i]", "q[i]", "q[i] + 1")] == [""] * 5
+    assert shared_variable(item("x", "heap"), kinds) == shared_variable(item("x", position=-1), kinds) == ""
 
 
 def test_heat_warnings(compile_c, tmp_path):

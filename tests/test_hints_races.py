@@ -11,7 +11,7 @@ import sys
 from tareador import hints as load_hints
 from tareador.render.hints import hints_json, pragmas
 from tareador.tracing.run import trace
-from tests.helpers import EXAMPLES, write_c
+from tests.helpers import write_c
 
 
 def openmp_program(source: str, lines: dict[str, str]) -> str:
@@ -283,16 +283,14 @@ def test_dependences_no_pragma_orders_are_listed(compile_c, tmp_path):
     assert "warnings: none" not in out and "RAW produce -> consume on heap:nested.c:18 (1)" in out
 
 
-def test_tiles_of_one_allocation_are_named_each(compile_c, tmp_path):
+def test_tiles_of_one_allocation_are_named_each(traced_example):
     """Issue 14 item 8: examples/cholesky_tiles keeps all tiles in one malloc'ed block (PLASMA's
     layout), and gemm reads two tiles of one column with others between them. Each tile is one
     region, named by the expression that addresses it, TILE(i, k), from its start: 2048 bytes
     (16 x 16 doubles) each, printed as the tile's first element (no array section may follow a
     macro's result in GCC), as every item on a tile is. Every WAR/WAW of the Cholesky follows
     a RAW, so the pragmas give OpenMP exactly the traced graph: T∞ as traced, no warning."""
-    trace([str(compile_c(EXAMPLES / "cholesky_tiles" / "cholesky_tiles.c")), "4", "16"], tmp_path / "t",
-          progress=False)
-    h = load_hints(str(tmp_path / "t"))
+    h = load_hints(str(traced_example("cholesky_tiles", "4", "16")))
     got = {th.name: [(c.target, c.mode, c.span, c.first_element) for c in th.clauses] for th in h.types}
     tile = (0, 2048)
     assert got == {
@@ -305,21 +303,20 @@ def test_tiles_of_one_allocation_are_named_each(compile_c, tmp_path):
     assert h.warnings == [] and h.unenforced == [] and h.tinf_pragmas == h.tinf
 
 
-def test_sparse_lu_reader_of_part_of_a_block(compile_c, tmp_path):
+def test_sparse_lu_reader_of_part_of_a_block(traced_example):
     """Issue 14 item 7 on examples/sparselu (6 x 6 blocks of 8 x 8 doubles): fwd reads only the
     strict lower triangle of the diagonal block (bytes [64, 504): rows 1..7, columns below the
     diagonal), yet its item is the whole block, 512 bytes from the pointer, the item lu0 and
-    bdiv name too. The table of blocks (malloc'ed at line 79), where the code creating the tasks
+    bdiv name too. The table of blocks (malloc'ed at line 88), where the code creating the tasks
     puts the fill-in blocks it allocates, takes no clause."""
-    trace([str(compile_c(EXAMPLES / "sparselu" / "sparselu.c")), "6", "8"], tmp_path / "t", progress=False)
-    h = load_hints(str(tmp_path / "t"))
+    h = load_hints(str(traced_example("sparselu", "6", "8")))
     fwd = next(th for th in h.types if th.name == "fwd")
     diagonal = fwd.clauses[0]
     assert (diagonal.target, diagonal.mode, diagonal.read, diagonal.span) == ("M[k * NB + k]", "in", (64, 504),
                                                                               (0, 512))
     assert pragmas(fwd, {"BS": 8})[0] == ("#pragma omp task depend(in: M[k * NB + k][0:BS*BS]) "
                                           "depend(inout: M[k * NB + j][0:BS*BS])")
-    assert all(th.set_before == ["heap:sparselu.c:79#0"] for th in h.types)
+    assert all(th.set_before == ["heap:sparselu.c:88#0"] for th in h.types)
     assert h.warnings == [] and h.unenforced == [] and h.tinf_pragmas == h.tinf
 
 

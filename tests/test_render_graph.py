@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+
+import numpy as np
 
 from tareador.cli.main import main
 from tareador.render.graph import write_graph
@@ -10,7 +13,7 @@ from tareador.render.summary import format_summary
 from tareador.taskgraph.dag import contract
 from tareador.taskgraph.model import Dependency, Fragment, TaskTrace
 from tareador.tracing.run import trace
-from tests.helpers import EXAMPLES, write_c
+from tests.helpers import EXAMPLES, make, write_c
 
 
 def diamond() -> TaskTrace:
@@ -45,6 +48,18 @@ def test_order_through_main_survives_folding(tmp_path):
     assert dot_edges(write_graph(trace, tmp_path)["graph (dot)"]) == {(1, 4)}
     text = (tmp_path / "graph.dot").read_text()
     assert re.search(r"^\s*1 -> 4 \[.*dashed", text, re.M) and "main #" not in text
+
+
+def test_creation_edge_also_carrying_a_war_is_drawn(tmp_path):
+    """main reads c's result, then creates a, which overwrites what main read (WAR main -> a):
+    a still follows c. The creation edge used to vanish when a WAR ran along it, and c -> a with it."""
+    tasks = [Fragment(0, "main", 0, -1, 0, 1, 1), Fragment(1, "c", 1, 0, 1, 11, 10),
+             Fragment(2, "main", 0, -1, 11, 12, 1), Fragment(3, "a", 3, 2, 12, 22, 10),
+             Fragment(4, "main", 0, -1, 22, 23, 1)]
+    deps = [Dependency(1, 2, "RAW", "r", 8), Dependency(2, 3, "WAR", "r", 8)]
+    assert dot_edges(write_graph(TaskTrace(tasks, deps, [], {}), tmp_path)["graph (dot)"]) == {(1, 3)}
+    shown = write_graph(TaskTrace(tasks, deps, [], {}), tmp_path / "main", show_main=True)["graph (dot)"]
+    assert dot_edges(shown) == {(0, 1), (1, 2), (2, 3), (2, 4)}  # 0 -> 2 is implied
 
 
 def test_too_large_to_lay_out_writes_the_dot_and_says_why(tmp_path):
@@ -108,13 +123,23 @@ def test_main_joining_waves_is_drawn_not_folded_past_the_layout_limit(compile_c,
     assert set(into.values()) == {w, w + 1} and set(out_of.values()) == {w + 1, w}  # the first and last joins
 
 
+def contracted(edges: list[tuple[int, int]], removed: list[int]) -> tuple[set[tuple[int, int]], list[int]]:
+    """dag.contract of a 13-fragment graph with these edges (indices)."""
+    dag = make([("main", -1, 1)] + [("t", 0, 1)] * 12, []).dag
+    src, dst = (np.array(column, np.int64) for column in zip(*sorted(edges)))
+    mask = np.zeros(dag.n, bool)
+    mask[removed] = True
+    pairs, stayed = contract(replace(dag, src=src, dst=dst), mask)
+    return set(pairs), stayed
+
+
 def test_contract_adds_no_edge():
     """A node with one predecessor or one successor (or two of each) is contracted, the others
     stay; contracting in order, a chain of them folds into its first predecessor."""
     edges = [(1, 10), (2, 10), (3, 10), (10, 4), (10, 5), (10, 6), (7, 11), (11, 12), (12, 8), (12, 9)]
-    folded, kept = contract(edges, [10, 11, 12])
+    folded, kept = contracted(edges, [10, 11, 12])
     assert kept == [10] and folded == {(1, 10), (2, 10), (3, 10), (10, 4), (10, 5), (10, 6), (7, 8), (7, 9)}
-    folded, kept = contract([(1, 3), (2, 3), (3, 4), (3, 5)], [3])  # two and two: 4 edges either way
+    folded, kept = contracted([(1, 3), (2, 3), (3, 4), (3, 5)], [3])  # two and two: 4 edges either way
     assert kept == [] and folded == {(1, 4), (1, 5), (2, 4), (2, 5)}
 
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tareador.simulation.machine import BUNDLED
+from tareador.simulation.machine_files import BUNDLED
 from tareador.taskgraph.store import save
 from tests.helpers import EXAMPLES, THREE_THREADS, fork_join, make
 

@@ -1172,9 +1172,15 @@ void tr_function_return(uint64_t sp) {
   }
 }
 
+static uint64_t mpi_entered_at;   /* the outermost MPI call under way, if mpi_inside */
+static uint32_t mpi_inside;
+
 /* The run ends (exit, crash, interrupt): charge what ran since the last marker. */
 void tr_finish(void) {
   tr_flush();
+  /* Ended while waiting inside an MPI call (a timeout, another rank's crash, MPI_Abort): the
+   * instructions the library ran there are not the program's. */
+  if (mpi_inside) tr_state.instructions = mpi_entered_at;
   if (tr_state.following) settle();
   if (tr_state.following && tr_state.depth)
     fail(ERROR_OPEN_AT_OFF, tasks[open_tasks[tr_state.depth - 1]].name, 0);
@@ -1183,20 +1189,37 @@ void tr_finish(void) {
 
 /* Allocator calls: their own accesses (headers, tcache links, realloc's copy) are not the
  * program's; discard them. */
-void tr_enter_allocator(void) { tr_flush(); tr_state.suppress++; }
-void tr_leave_allocator(void) { tr_flush(); if (tr_state.suppress) tr_state.suppress--; }
+static uint32_t allocator_depth;
+void tr_enter_allocator(void) { tr_flush(); tr_state.suppress++; allocator_depth++; }
+void tr_leave_allocator(void) {
+  tr_flush();
+  if (tr_state.suppress) tr_state.suppress--;
+  if (allocator_depth) allocator_depth--;
+}
+
+/* Whether the traced thread is inside the allocator: a crash there (glibc's "corrupted top
+ * size" abort) may hold its lock, and whatever allocates on the way out would wait forever. */
+uint32_t tr_in_allocator(void) { return allocator_depth; }
 
 /* ---- MPI calls (mpi.c): nothing inside them is the program's work or data flow ---- */
 
-static uint64_t mpi_entered_at;
+/* A polling loop: an unsuccessful test (nothing completed, nothing arrived) at polling_at,
+ * made while task_count was polling_tasks. */
+static uint32_t polling;
+static uint64_t polling_at, polling_tasks;
 
 /* Entering an MPI call (the outermost): what the program accessed so far is analysed, what the
  * library does is discarded, and its instructions (busy-wait loops that vary from run to run)
- * are not counted. Returns the instruction counter; *task is the running fragment, UINT32_MAX
- * outside the analysed region. */
-uint64_t tr_enter_mpi(uint32_t *task) {
+ * are not counted. A test that follows an unsuccessful one with no task boundary in between
+ * (poll != 0) goes on waiting: what the program ran since is its polling loop, not work, and
+ * the counter goes back to the first test of the loop. Returns the instruction counter; *task
+ * is the running fragment, UINT32_MAX outside the analysed region. */
+uint64_t tr_enter_mpi(uint32_t *task, uint32_t poll) {
   tr_flush();
+  if (poll && polling && polling_tasks == task_count) tr_state.instructions = polling_at;
+  polling = 0;
   tr_state.suppress++;
+  mpi_inside = 1;
   *task = tr_state.following ? tr_state.current : UINT32_MAX;
   return mpi_entered_at = tr_state.instructions;
 }
@@ -1205,6 +1228,14 @@ void tr_leave_mpi(void) {
   tr_flush();
   if (tr_state.suppress) tr_state.suppress--;
   tr_state.instructions = mpi_entered_at;
+  mpi_inside = 0;
+}
+
+/* The call under way was a test that found nothing (mpi.c): the program is polling. */
+void tr_mpi_polled(void) {
+  polling = 1;
+  polling_at = mpi_entered_at;
+  polling_tasks = task_count;
 }
 
 /* A message's whole buffer, read by a send or written by a completed receive, charged to the

@@ -1,6 +1,6 @@
-/* LU factorisation of a sparse blocked matrix, in the style of the sparse LU of the Barcelona
- * OpenMP Tasks Suite: blocks that start as zeros are not stored, and the factorisation allocates
- * them where it fills them in.
+/* LU factorisation of a sparse blocked matrix with fill-in, after the sparse LU of the Barcelona
+ * OpenMP Tasks Suite (single-creator version, BOTS' sparsity pattern): blocks that start as
+ * zeros are not stored, and the factorisation allocates them where it fills them in.
  * Usage: sparselu [NB [BS]]   (NB x NB blocks of BS x BS doubles; defaults 6 and 8)
  *
  * Storage: M[i * NB + j] is block (i, j), its own malloc'ed block of BS * BS doubles (element
@@ -12,8 +12,13 @@
  *   bdiv(M[k][k], M[i][k]), i > k    R  (k, k), its upper triangle          RW (i, k)
  *   bmod(M[i][k], M[k][j], M[i][j])  R  (i, k), (k, j)                      RW (i, j)
  * for the stored blocks only; when (i, j) is not stored, the code creating the tasks allocates
- * it zeroed first (fill-in). fwd reads only part of the diagonal block lu0 wrote: the list items
- * of both must still start at the block's start, or OpenMP does not order them. */
+ * it and writes its zeros first (fill-in). Expected RAW dependencies: fwd and bdiv of k on lu0(k);
+ * bmod(i, j, k) on bdiv(i, k) and fwd(k, j), and on the previous writer of (i, j) (the bmod of an
+ * earlier k, or main's zeros for a new block); lu0(k), fwd(k, j) and bdiv(i, k) on the last
+ * bmod of their block (tests/test_validation_examples.py derives them from this loop nest).
+ * fwd reads only part of the diagonal block lu0 wrote: the list items of both must still start
+ * at the block's start, or OpenMP does not order them. The check: the same kernels in the same
+ * order per block give the same bits. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +26,14 @@
 
 static int BS; /* block side, set once before tareador_ON() */
 
-/* A block of zeros (a fill-in, or the reference's copy of a missing block). */
+/* A block of zeros (a fill-in, or a stored block before its values), written here: calloc may
+ * hand out fresh zero pages without writing them, and the fill-in's zeros are the writes of the
+ * code creating the tasks that the first bmod of the block reads. */
 static double *zero_block(void)
 {
-  double *b = calloc((size_t) BS * BS, sizeof(double));
-  if (!b) { perror("calloc"); exit(2); }
+  double *b = malloc(sizeof(double) * BS * BS);
+  if (!b) { perror("malloc"); exit(2); }
+  for (int e = 0; e < BS * BS; e++) b[e] = 0.0;
   return b;
 }
 
@@ -68,9 +76,10 @@ static void bmod(const double *row, const double *col, double *inner)
     }
 }
 
-/* Which blocks the input stores: the diagonal and its neighbours, and every third row and
- * column of blocks (which fill in the rest of their rows and columns). */
-static int stored(int i, int j) { return abs(i - j) <= 1 || i % 3 == 0 || j % 3 == 0; }
+/* Which blocks the input stores, BOTS' pattern (its genmat): the diagonal and its neighbours,
+ * and the blocks of even row and column whose nearer one to the diagonal is a multiple of 3
+ * (which fill in much of the rest of their rows and columns). */
+static int stored(int i, int j) { return abs(i - j) <= 1 || (i % 2 == 0 && j % 2 == 0 && (i < j ? i : j) % 3 == 0); }
 
 /* The input, block by block: pseudo-random elements in [-1, 1), the diagonal raised so that
  * every diagonal block stays diagonally dominant. */

@@ -22,7 +22,7 @@ from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from tareador.analyses.signatures import Signature
+from tareador.analyses.signatures import POINTER, POINTERS, Signature
 from tareador.taskgraph.model import Access, DataObject, Dependency
 
 IN, OUT, INOUT = "in", "out", "inout"
@@ -48,6 +48,7 @@ class Clause:
     instances: int = 0  # distinct instances that touched the region
     parts: int = 0  # most distinct ranges the instances wrote of one region
     first_element: bool = False  # printed as the region's first element (see ``first_elements``)
+    shared: str = ""  # the creator's variable the item is part of (``shared_variable``)
 
 
 @dataclass
@@ -333,6 +334,7 @@ def clause(key: Key, items: list[Named], sig: Signature) -> Clause:
     c.parts = max((len(s) for s in parts.values()), default=0)
     pointee = sig.parameters[position].pointee_size if 0 <= position < len(sig.parameters) else None
     c.element = pointee if pointee and offset % pointee == 0 and length % pointee == 0 else 1
+    c.shared = shared_variable(c, dict(sig.caller_variables))
     return c
 
 
@@ -363,11 +365,22 @@ def expressible(c: Clause) -> bool:
     return bool(split[1]) or c.span[0] >= 0
 
 
-def shared_variable(c: Clause) -> str | None:
-    """The creator's local that the item is part of, which a task must share (an OpenMP task
-    makes its own copy of the locals of the function that creates it)."""
+def shared_variable(c: Clause, kinds: dict[str, str]) -> str:
+    """The creator's variable whose own storage the item is part of, which an OpenMP task must
+    share (it copies the locals of the function creating it): x for ``&x``, for an array x
+    (``x``, ``x + i``, ``&x[i]``), for an array of pointers only when its elements are not
+    followed (``x``, not ``x[i]``). Not a pointer variable: the item is what it points at, which
+    the task's copy of the pointer reaches; sharing the pointer itself would leave the task the
+    creator's variable, gone once the creator returns. kinds: the caller's variables
+    (``Signature.caller_variables``); one not found there is shared."""
     split = array_base(c.target) if c.kind == "stack" and c.position >= 0 else None
-    return re.match(r"[A-Za-z_]\w*", split[0]).group(0) if split else None
+    if not split:
+        return ""
+    name = re.match(r"[A-Za-z_]\w*", split[0]).group(0)
+    kind, followed = kinds.get(name), split[0] != name
+    if split[1] is None or kind is None or (kind != POINTER and not (kind == POINTERS and followed)):
+        return name
+    return ""
 
 
 def _needs_first_element(c: Clause) -> bool:

@@ -39,7 +39,7 @@ from tareador.analyses.hint_clauses import (
 from tareador.analyses.pragma_dag import PragmaRun, Structure, replay, unenforced
 from tareador.analyses.signatures import Signature, signature
 from tareador.errors import TraceDirError
-from tareador.taskgraph.dag import Dag, dag_from_trace, indices, reaches, span, with_edges
+from tareador.taskgraph.dag import Dag, indices, reaches, span, with_edges
 from tareador.taskgraph.model import RAW, WAR, WAW, Access, DataObject, Dependency, TaskCall, TaskTrace
 from tareador.taskgraph.store import load_trace, read_table
 
@@ -77,7 +77,7 @@ class Hints:
 
     def pragma_trace(self, trace: TaskTrace) -> TaskTrace:
         """trace with the dependences the pragmas give instead of the traced ones: simulate it to
-        predict the OpenMP run of the generated pragmas (``dag_from_trace``)."""
+        predict the OpenMP run of the generated pragmas (its ``dag``)."""
         return TaskTrace(trace.fragments, self.pragma_deps, trace.objects, trace.summary, trace.path)
 
 
@@ -158,12 +158,12 @@ def hints(trace: TaskTrace, accesses: list[Access], calls: list[TaskCall],
                 and not _captured(d, s, objects, touching, body_reads)]
     waits = _waits(required, s)
     run = replay(instances, clauses, objects, s, sorted(waits))
-    structure = dag_from_trace(TaskTrace(trace.fragments, [], trace.objects, trace.summary, trace.path))
+    structure = TaskTrace(trace.fragments, [], trace.objects, trace.summary, trace.path).dag
     dag = _with_dependencies(structure, run.src, run.dst)
     missing = unenforced(run, dag, s, required)
     raw = [d for d in trace.deps if d.kind == RAW]
     traced = _with_dependencies(structure, [d.src for d in raw], [d.dst for d in raw])
-    warnings, tinf_kept = _warnings(trace, traced, s, types, waits)
+    warnings, tinf_kept = _warnings(trace, traced, s, types, waits, required)
     warnings += _unenforced_warning(trace, s, missing)
     return Hints(types, warnings, span(traced), tinf_kept, run, span(dag), missing)
 
@@ -202,7 +202,9 @@ def _taskwait_warnings(trace: TaskTrace, s: Structure, waits: dict[int, list[Dep
     places: dict[tuple[str, str, bool], set[int]] = defaultdict(set)
     for f, deps in waits.items():
         for d in deps:
-            places[(by_id[f].name if not s.is_main[f] else "", d.object, d.kind == RAW)].add(f)
+            # the frames of one function (stack:f, stack:f#1, ...) hold the same variables of the source
+            obj = d.object.rsplit("#", 1)[0] if d.object.startswith("stack:") else d.object
+            places[(by_id[f].name if not s.is_main[f] else "", obj, d.kind == RAW)].add(f)
     out = []
     for (creator, obj, reads), fragments in sorted(places.items()):
         who = f"{creator}: its code after creating tasks" if creator else "the program's own code"
@@ -214,7 +216,7 @@ def _taskwait_warnings(trace: TaskTrace, s: Structure, waits: dict[int, list[Dep
 
 
 def _warnings(trace: TaskTrace, traced: Dag, s: Structure, types: list[TypeHints],
-              waits: dict[int, list[Dependency]]) -> tuple[list[str], int]:
+              waits: dict[int, list[Dependency]], required: list[Dependency]) -> tuple[list[str], int]:
     warnings = []
     for th in types:
         for c in th.clauses:
@@ -232,7 +234,7 @@ def _warnings(trace: TaskTrace, traced: Dag, s: Structure, types: list[TypeHints
                                 f"merged clause covers them all, so OpenMP runs the instances one after another; "
                                 f"if the parts are independent, give each instance its own list item")
     warnings += _taskwait_warnings(trace, s, waits)
-    kept = _kept(trace, traced, s)
+    kept = _kept(required, traced, s)
     races: Counter = Counter()
     by_id = {t.id: t for t in trace.fragments}
     for d in kept:
@@ -253,10 +255,11 @@ def _warnings(trace: TaskTrace, traced: Dag, s: Structure, types: list[TypeHints
     return warnings, tinf_kept
 
 
-def _kept(trace: TaskTrace, traced: Dag, s: Structure) -> list[Dependency]:
-    """The WAR/WAW between task instances that the RAW dependences do not order already."""
-    between = [d for d in trace.deps if d.kind in (WAR, WAW) and not s.is_main[d.src] and not s.is_main[d.dst]
-               and s.instance_of[d.src] != s.instance_of[d.dst]]
+def _kept(required: list[Dependency], traced: Dag, s: Structure) -> list[Dependency]:
+    """The WAR/WAW between task instances that the RAW dependences do not order already, among
+    those OpenMP must keep (not a creator's local a task read to compute its arguments: a
+    firstprivate value, copied when the task is created)."""
+    between = [d for d in required if d.kind in (WAR, WAW) and not s.is_main[d.src] and not s.is_main[d.dst]]
     if not between:
         return []
     ordered = reaches(traced, indices(traced, np.array([d.src for d in between])),

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
+from tareador.analyses.hints import load_hints
 from tareador.errors import UserError
+from tareador.render.hints import format_hints, hints_json
 
 
 def register(subparsers) -> None:
@@ -37,9 +39,6 @@ def size_names(items: list[str]) -> dict[str, int]:
 
 
 def run(args) -> int:
-    from tareador.analyses.hints import load_hints
-    from tareador.render.hints import format_hints, hints_json
-
     sizes = size_names(args.size)
     h = load_hints(args.trace_dir)
     if not h.types:

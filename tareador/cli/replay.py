@@ -4,13 +4,22 @@ sweep the machine's network (``--bandwidth``/``--latency``)."""
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 from pathlib import Path
 
-from tareador.cli.mapping import add_ranks_per_node
-from tareador.cli.simulate import add_chrome_limit, chrome_limit, report_split, size_text
+from tareador.analyses.network_sweep import sweep
+from tareador.cli.mapping import add_ranks_per_node, with_ranks_per_node
+from tareador.cli.options import add_chrome_limit, chrome_limit, load_machine_arg, progress_bar, report_split, size_text
 from tareador.errors import UserError
+from tareador.files import output_file
+from tareador.formats.chrome import write_replay_chrome
+from tareador.formats.dimemas import read_dim
+from tareador.formats.paraver import write_paraver
+from tareador.render.plots import plot_network_sweep
+from tareador.render.summary import plural
+from tareador.simulation.dimemas_engine import replay
 
 
 def register(subparsers) -> None:
@@ -39,10 +48,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from tareador.cli.mapping import with_ranks_per_node
-    from tareador.cli.simulate import load_machine_arg, progress_bar
-    from tareador.formats.dimemas import read_dim
-
     bandwidths, latencies = value_list(args.bandwidth, "--bandwidth"), value_list(args.latency, "--latency")
     sweeping = bandwidths is not None or latencies is not None
     if sweeping and (args.prv or args.chrome):
@@ -83,10 +88,6 @@ def value_list(text: str | None, option: str) -> list[float] | None:
 
 def _replay(args, trace, machine, progress, max_bytes: int):
     """The replay, and the files written of it."""
-    from tareador.formats.chrome import write_replay_chrome
-    from tareador.formats.paraver import write_paraver
-    from tareador.simulation.dimemas_engine import replay
-
     result = replay(trace, machine, record=bool(args.prv or args.chrome), progress=progress)
     written = []
     if args.prv:
@@ -99,8 +100,6 @@ def _replay(args, trace, machine, progress, max_bytes: int):
 
 
 def _print_replay(result, written) -> None:
-    from tareador.render.summary import plural
-
     print(f"makespan {result.makespan:.9f} s ({plural(len(result.threads), 'Dimemas task')}, "
           f"{plural(sum(result.threads), 'thread')})")
     if len(result.threads) <= 64:
@@ -111,10 +110,6 @@ def _print_replay(result, written) -> None:
 
 
 def _sweep(args, trace, machine, bandwidths, latencies) -> int:
-    from tareador.analyses.network_sweep import sweep
-    from tareador.cli.simulate import progress_bar
-    from tareador.render.plots import plot_network_sweep
-
     runs = len(bandwidths or [0]) * len(latencies or [0])
     result = sweep(trace, machine, bandwidths, latencies, progress_bar(runs, "replaying"))
     if result.inter_node_messages == 0:
@@ -137,10 +132,6 @@ def _sweep(args, trace, machine, bandwidths, latencies) -> int:
 
 
 def _write_sweep_csv(path: Path, result) -> Path:
-    import csv
-
-    from tareador.files import output_file
-
     with output_file(path, newline="") as f:
         w = csv.writer(f)
         w.writerow(["bandwidth_mb_s", "latency_s", "time_s", "speedup"])

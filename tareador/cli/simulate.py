@@ -3,14 +3,31 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
+from tareador.analyses.speedup import parallelism_profile, study
+from tareador.cli import simulate_mpi
 from tareador.cli.mapping import add_ranks_per_node
+from tareador.cli.options import add_chrome_limit, chrome_limit, core_list, load_machine_arg, progress_bar, report_split, size_text
 from tareador.errors import UserError
-from tareador.simulation.machine import CREATION_MODELS
+from tareador.files import output_file
+from tareador.formats.chrome import write_chrome
+from tareador.formats.paraver import nanoseconds, schedule_run, write_paraver
+from tareador.render.plots import GANTT_CORES, GANTT_LIMIT, plot_gantt, plot_profile, plot_speedup
+from tareador.render.summary import LABEL
+from tareador.render.summary import format_seconds as seconds
+from tareador.simulation.machine import CREATION_MODELS, MAX_COUNT, in_nanoseconds
+from tareador.synthesis.ompss import write_dim_traces
 from tareador.taskgraph.durations import KINDS as DURATION_KINDS
+from tareador.taskgraph.durations import measured_dag
+from tareador.taskgraph.store import is_run, load_dag
 
 
 def register(subparsers) -> None:
@@ -39,42 +56,6 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.add_argument("-o", "--output", metavar="OUTDIR", help="where files go (default DIR)")
     p.set_defaults(func=run)
-
-
-def add_chrome_limit(p) -> None:
-    p.add_argument("--chrome-max-mb", type=float, metavar="MB",
-                   help="split a Chrome JSON larger than this by time into parts that each open in a browser "
-                        "(default 256 MB: chrome://tracing fails at 256 MiB)")
-
-
-def chrome_limit(args) -> int:
-    """--chrome-max-mb in bytes (formats.chrome's default if not given); UserError unless positive."""
-    from tareador.formats.chrome import DEFAULT_MAX_BYTES
-
-    if args.chrome_max_mb is None:
-        return DEFAULT_MAX_BYTES
-    if not 0 < args.chrome_max_mb < float("inf"):
-        raise UserError(f"--chrome-max-mb must be a positive size in MB, not {args.chrome_max_mb:g}")
-    return int(args.chrome_max_mb * 1e6)
-
-
-def report_split(output, max_bytes: int) -> None:
-    """Says on stderr why a Chrome JSON came out in parts, and what they left out."""
-    if len(output.paths) == 1:
-        return
-    first, last = output.paths[0], output.paths[-1]
-    arrows = f"; {output.arrows_left_out} arrows between two parts are in neither" if output.arrows_left_out else ""
-    print(f"tareador: {first.name.replace('-part1', '')} would be {size_text(output.unsplit)}, more than "
-          f"--chrome-max-mb {max_bytes / 1e6:g} (chrome://tracing fails at 256 MiB): written by time as "
-          f"{len(output.paths)} parts that each open on their own, {first.name} .. {last.name}{arrows}",
-          file=sys.stderr)
-
-
-def size_text(nbytes: int) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:.1f} {unit}"
-    return f"{nbytes} bytes"
 
 
 CORES_HELP = ("comma-separated core counts, 'inf' = unbounded (default 1,2,4,8,16,inf; with --machine, the powers "
@@ -112,11 +93,6 @@ def machine_options(args):
     """(machine, core counts, policy) of ``add_machine_options``' arguments, the command line's
     runtime options folded into the machine (in nanoseconds for measured durations); UserError
     if unusable."""
-    import math
-    from dataclasses import replace
-
-    from tareador.simulation.machine import MAX_COUNT, in_nanoseconds
-
     if args.overhead is not None and not 0 <= args.overhead <= MAX_COUNT:
         raise UserError(f"--overhead must be >= 0 and at most {MAX_COUNT} instructions")
     machine = load_machine_arg(args.machine)
@@ -141,30 +117,8 @@ def machine_options(args):
 def task_graph(directory, durations: str):
     """The trace's task graph, its weights the measured nanoseconds when asked (DurationsError
     when there are none)."""
-    from tareador.taskgraph.dag import load_dag
-    from tareador.taskgraph.durations import measured_dag
-
     dag = load_dag(directory)
     return measured_dag(dag, directory) if durations == "measured" else dag
-
-
-def core_list(text: str) -> list[int | None]:
-    """Parsed here rather than by argparse so that a bad count is one line, not a usage message."""
-    from tareador.simulation.machine import MAX_CPUS
-
-    out = []
-    for part in text.split(","):
-        part = part.strip().lower()
-        if part in ("inf", "infinite", "unbounded"):
-            out.append(None)
-        elif part.isdigit() and 0 < int(part) <= MAX_CPUS:
-            out.append(int(part))
-        elif part.isdigit() and int(part) > 0:
-            raise UserError(f"--cores: {part} cores are more than the {MAX_CPUS} tareador simulates (it lists every "
-                            "core in its results); use inf for an unbounded machine")
-        else:
-            raise UserError(f"--cores: {part!r} is not a core count; give positive integers or inf, e.g. 1,4,inf")
-    return out
 
 
 def default_cores(machine, given: bool) -> list[int | None]:
@@ -175,30 +129,7 @@ def default_cores(machine, given: bool) -> list[int | None]:
     return sorted({1 << k for k in range(total.bit_length()) if 1 << k <= total} | {total}) + [None]
 
 
-def progress_bar(total: int, what: str):
-    """A tqdm update callback when a person watches stderr, else None."""
-    if not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=what, unit=" tasks", leave=False, file=sys.stderr).update
-
-
-def load_machine_arg(path: str | None):
-    """The machine of ``--machine`` (a default one without), its warnings printed."""
-    from tareador.simulation.machine import Machine, load_machine
-
-    machine = load_machine(path) if path else Machine()
-    for warning in machine.warnings:
-        print(f"tareador: warning: {warning}", file=sys.stderr)
-    return machine
-
-
 def run(args) -> int:
-    from tareador.analyses.speedup import study
-    from tareador.cli import simulate_mpi
-    from tareador.taskgraph.store import is_run
-
     if is_run(Path(args.trace_dir)):
         return simulate_mpi.run(args)
     if args.ranks_per_node is not None:
@@ -242,9 +173,6 @@ def runtime_line(policy: str, creation: str, start: int, create: int, unit: str,
 
 
 def format_study(result, policy: str) -> str:
-    from tareador.render.summary import LABEL
-    from tareador.render.summary import format_seconds as seconds
-
     lines = [f"{'T1 (sequential)':<{LABEL}}{seconds(result.t1)}",
              f"{'T-inf (crit.path)':<{LABEL}}{seconds(result.tinf)}",
              f"{'parallelism':<{LABEL}}{result.parallelism:.2f}",
@@ -260,12 +188,6 @@ def format_study(result, policy: str) -> str:
 
 def _write_outputs(args, out: Path, dag, result, machine, max_bytes: int) -> dict[str, list[Path]]:
     """Files written, by what opens them."""
-    import numpy as np
-
-    from tareador.formats.chrome import write_chrome
-    from tareador.formats.paraver import nanoseconds, schedule_run, write_paraver
-    from tareador.synthesis.ompss import write_dim_traces
-
     written: dict[str, list[Path]] = {}
 
     def wrote(kind: str, *paths: Path) -> None:
@@ -286,8 +208,6 @@ def _write_outputs(args, out: Path, dag, result, machine, max_bytes: int) -> dic
             report_split(chrome, max_bytes)
             wrote("Chrome/Perfetto", *chrome.paths)
     if args.plot:
-        from tareador.render.plots import GANTT_CORES, GANTT_LIMIT, plot_gantt, plot_profile, plot_speedup
-
         wrote("plots", plot_speedup(result, out / "speedup.png"))
         unbounded = [s for s in result.schedules if s.cores is None]
         finite = [s for s in result.schedules if s.cores is not None]
@@ -309,11 +229,6 @@ def _write_outputs(args, out: Path, dag, result, machine, max_bytes: int) -> dic
 
 def _write_csv(out: Path, result) -> list[Path]:
     """The table and the parallelism profile as plain CSV, in seconds, for scripts and spreadsheets."""
-    import csv
-
-    from tareador.analyses.speedup import parallelism_profile
-    from tareador.files import output_file
-
     table = out / "speedup.csv"
     with output_file(table, newline="") as f:
         w = csv.writer(f)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from tareador.analyses.hint_clauses import array_base, expressible, shared_variable
+from tareador.analyses.hint_clauses import array_base, expressible
 from tareador.analyses.hints import IN, INOUT, OUT, Clause, Hints, TypeHints
 
 _POSTFIX = re.compile(r"^[A-Za-z_]\w*(\([^()]*\))?(\s*\[[^\[\]]*(\[[^\[\]]*\])*[^\[\]]*\])*$")
@@ -75,7 +75,7 @@ def pragmas(th: TypeHints, sizes: dict[str, int]) -> tuple[str, str]:
         if items:
             omp.append(f"depend({mode}: {', '.join(section(c, sizes) for c in items)})")
             oss.append(f"{mode}({', '.join(section(c, sizes, ';') for c in items)})")
-    shared = sorted({v for c in th.clauses if (v := shared_variable(c))})
+    shared = sorted({c.shared for c in th.clauses if c.shared})
     if shared:
         omp.append(f"shared({', '.join(shared)})")
     return " ".join(["#pragma omp task", *omp]), " ".join(["#pragma oss task", *oss])

@@ -75,7 +75,9 @@ def _listed(objects: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def refine_source_lines(sites: list[dict]) -> None:
-    """Replace Frida's approximate file:line with addr2line's, one call per module."""
+    """Replace Frida's approximate file:line with addr2line's, one call per module; a site Frida
+    could not name (the agent leaves names to addr2line after a crash in the allocator) gets
+    addr2line's function."""
     if shutil.which("addr2line") is None:
         return
     by_module = defaultdict(list)
@@ -83,16 +85,18 @@ def refine_source_lines(sites: list[dict]) -> None:
         if site.get("path") and os.path.exists(site["path"]):
             by_module[site["path"]].append(site)
     for path, group in by_module.items():
-        result = subprocess.run(["addr2line", "-e", path] + [hex(s["offset"]) for s in group],
+        result = subprocess.run(["addr2line", "-f", "-C", "-e", path] + [hex(s["offset"]) for s in group],
                                 capture_output=True, text=True)
         lines = result.stdout.splitlines()
-        if result.returncode != 0 or len(lines) != len(group):
+        if result.returncode != 0 or len(lines) != 2 * len(group):
             continue
-        for site, text in zip(group, lines):
+        for site, function, text in zip(group, lines[::2], lines[1::2], strict=True):
             file, _, line = text.partition(":")
             line = line.split(" ")[0]
             if file != "??" and line.isdigit() and line != "0":
                 site["file"], site["line"] = os.path.basename(file), int(line)
+            if not site.get("function") and function != "??":
+                site["function"] = function
 
 
 def _site_text(site: dict | None) -> tuple[str, str]:

@@ -16,7 +16,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from tareador import __version__
 from tareador.errors import AnnotationError, FunctionError, TracingError
 from tareador.taskgraph.model import TaskTrace
 from tareador.taskgraph.patterns import save_rank_patterns
@@ -24,6 +23,8 @@ from tareador.taskgraph.store import save, save_accesses, save_mpi
 from tareador.tracing import decode, mpi_launch
 from tareador.tracing.driver import check_program, run_agent
 from tareador.tracing.functions import TaskFunction, program_functions, resolve
+from tareador.version import __version__
+from tareador.workers import launch_rank
 
 ANNOTATION_ERRORS = {
     1: "tareador_end_task(\"{name}\") without a matching tareador_start_task",
@@ -72,10 +73,13 @@ def _location(where: dict | None) -> str:
     return text + (f" ({where['file']}:{where['line']})" if where.get("file") else "")
 
 
-def _ending(meta: dict) -> tuple[str, bool, str | None]:
-    """(one-line description, partial?, the signal that ended the run or None)"""
+def _ending(meta: dict, stop_reason: str | None = None) -> tuple[str, bool, str | None]:
+    """(one-line description, partial?, the signal that ended the run or None); stop_reason: why
+    tareador mpirun interrupted this rank, if it did."""
     ending = meta["ending"]
     kind = ending["kind"]
+    if kind == "abort":
+        return (f"called MPI_Abort (error code {ending['status']}){_location(ending.get('where'))}", True, None)
     if kind == "exit":
         status = ending.get("status", 0)
         task = _task_open_at_exit(meta)
@@ -85,7 +89,11 @@ def _ending(meta: dict) -> tuple[str, bool, str | None]:
     if kind == "crash":
         name = CRASH_SIGNALS.get(ending.get("signal"), ending.get("signal"))
         what = "stack overflow" if ending.get("stack_overflow") else ending.get("signal")
-        return (f"crashed with {name} ({what}){_location(ending.get('where'))}", True, name)
+        inside = ending.get("library")
+        inside = f", inside {inside}" if inside else ""
+        if ending.get("in_allocator"):
+            inside += "'s allocator (a corrupt heap)" if inside else ", inside the allocator (a corrupt heap)"
+        return (f"crashed with {name} ({what}){_location(ending.get('where'))}{inside}", True, name)
     if kind == "signal":
         try:
             name = signal.Signals(ending["signal"]).name
@@ -93,7 +101,17 @@ def _ending(meta: dict) -> tuple[str, bool, str | None]:
             name = f"signal {ending['signal']}"
         return (f"was terminated by {name}", True, name)
     name = ending.get("signal", "SIGINT")
+    if stop_reason and name == "SIGINT":
+        return (f"was stopped: {stop_reason}", True, name)
     return ("was interrupted (Ctrl-C)" if name == "SIGINT" else f"was stopped ({name} to tareador)", True, name)
+
+
+def _stop_reason(out_dir: Path) -> str | None:
+    """What tareador mpirun wrote before interrupting the ranks (tracing/mpirun.py)."""
+    try:
+        return (out_dir / mpi_launch.STOP_REASON).read_text().strip() or None
+    except OSError:
+        return None
 
 
 def check_output(out_dir: Path) -> None:
@@ -163,9 +181,13 @@ def _mpi_warnings(mpi: dict | None, rank: int) -> list[str]:
     if mpi["rank"] < 0:
         return [f"the program never called MPI_Init: traced as rank {rank}, the launcher's number"]
     warnings = []
-    if mpi["noncontiguous"]:
-        warnings.append(f"{mpi['noncontiguous']} MPI buffer(s) of derived datatypes with gaps were taken as their "
-                        "whole extent: the bytes between their blocks count as read or written")
+    if mpi["complex"]:
+        warnings.append(f"{mpi['complex']} MPI buffer(s) of datatypes too complex to lay out (more than 65536 "
+                        "blocks, nesting deeper than 16, or MPI_Type_create_darray) were taken as their true extent: "
+                        "the bytes between their blocks count as read or written")
+    if mpi["unpatterned"]:
+        warnings.append(f"{mpi['unpatterned']} message buffer(s) of non-contiguous datatypes have no production or "
+                        "consumption pattern: tareador patterns and overlap leave those messages out")
     if mpi["pending"]:
         warnings.append(f"{mpi['pending']} non-blocking MPI request(s) never completed in a Wait or Test: their "
                         "rows in mpi.csv have completed = -1")
@@ -245,7 +267,7 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     try:
         own = {f.own_library for f in functions} - {None}
         result = run_agent(argv, progress=status, patterns=mpi, task_functions=tuple(functions), explore=explore,
-                           own_libraries=tuple(sorted(own)))
+                           own_libraries=tuple(sorted(own)), abort_waits=mpi and mpi_launch.supervised())
     finally:
         if status:
             status.close()
@@ -257,11 +279,11 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     tasks = decode.task_rows(meta, tasks_raw)
     deps = decode.dependency_rows(edges_raw, objects)
     accesses, calls = decode.access_rows(meta, result.data, objects)
-    ending, partial, ended_by = _ending(meta)
+    ending, partial, ended_by = _ending(meta, _stop_reason(Path(out_dir)) if mpi and mpi_launch.supervised() else None)
     warnings = list(meta["warnings"]) + _task_warnings(meta["markers"][0], functions, tasks, calls, explore)
     problem = _annotation_problem(meta, partial)
     mpi_meta = meta["mpi"]
-    rank = mpi_meta["rank"] if mpi_meta and mpi_meta["rank"] >= 0 else (mpi_launch.rank() or 0)
+    rank = mpi_meta["rank"] if mpi_meta and mpi_meta["rank"] >= 0 else (launch_rank() or 0)
     if mpi:
         out_dir = Path(out_dir) / f"rank-{rank}"
     mpi_calls, comms = decode.mpi_tables(meta, result.data, objects, rank) if mpi_meta else ([], [])
@@ -271,7 +293,33 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
         warnings.append(f"{meta['patterns']['dropped']} message buffer(s) beyond the patterns' tables were not "
                         "recorded: tareador patterns and overlap leave those messages out")
     trace = TaskTrace(tasks, deps, objects, {}, str(out_dir))
-    trace.summary = {
+    trace.summary = _summary(argv, path, meta, trace, (ending, partial, ended_by), problem, warnings, started)
+    if explore:
+        trace.summary["explore_candidates"] = [f.name for f in functions]
+        trace.summary["explore_libraries"] = {f.name: f.library for f in functions if f.library}
+    elif functions:
+        trace.summary["task_functions"] = [f.name for f in functions]
+    if mpi or mpi_meta:
+        trace.summary.update(_mpi_summary(mpi_meta, rank, mpi_calls))
+    save(trace, out_dir)
+    save_accesses(out_dir, accesses, calls)
+    if mpi or mpi_meta:
+        save_mpi(out_dir, mpi_calls, comms)
+    recorded = decode.pattern_tables(meta, result.data)
+    if recorded is not None:
+        save_rank_patterns(out_dir, *recorded, end=meta["instructions"])
+    if problem:
+        raise AnnotationError(problem, str(out_dir))
+    return trace
+
+
+def _summary(argv: list[str], path: str, meta: dict, trace: TaskTrace, how: tuple[str, bool, str | None],
+             problem: str | None, warnings: list[str], started: float) -> dict:
+    """summary.json of a traced process: the run, how it ended (``_ending``), its graph's figures
+    (no T∞ when the markers are unbalanced: the graph is not the program's), the warnings."""
+    ending, partial, ended_by = how
+    tasks = trace.fragments
+    return {
         "program": argv[0],
         "program_path": path,
         "arguments": list(argv[1:]),
@@ -294,20 +342,3 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
         "tracing_seconds": round(time.monotonic() - started, 3),
         "tool_version": __version__,
     }
-    if explore:
-        trace.summary["explore_candidates"] = [f.name for f in functions]
-        trace.summary["explore_libraries"] = {f.name: f.library for f in functions if f.library}
-    elif functions:
-        trace.summary["task_functions"] = [f.name for f in functions]
-    if mpi or mpi_meta:
-        trace.summary.update(_mpi_summary(mpi_meta, rank, mpi_calls))
-    save(trace, out_dir)
-    save_accesses(out_dir, accesses, calls)
-    if mpi or mpi_meta:
-        save_mpi(out_dir, mpi_calls, comms)
-    recorded = decode.pattern_tables(meta, result.data)
-    if recorded is not None:
-        save_rank_patterns(out_dir, *recorded, end=meta["instructions"])
-    if problem:
-        raise AnnotationError(problem, str(out_dir))
-    return trace
