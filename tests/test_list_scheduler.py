@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import random
 
 import numpy as np
@@ -275,3 +276,67 @@ def test_runtime_costs_fall_where_they_occur():
     assert one.makespan == 40 + 4 * 2 + 4 * 1
     assert result.rows()[0]["speedup"] == pytest.approx(40 / 30)
     assert (result.overhead, result.creation_cost) == (1, 2)
+
+
+def reference_schedule(dag, cores, policy, overhead, creation, creation_cost) -> tuple[list[int], list[int]]:
+    """(start, core) of every fragment: the model of list_scheduler.py's docstring stated in
+    Python, one event at a time, with heapq (tareador's own loop until it moved to C)."""
+    n = dag.n
+    dur = dag_module.durations(dag, overhead, creation_cost).tolist()
+    offsets, succ = dag_module.successors(dag)
+    levels = dag_module.bottom_levels(dag, dag_module.durations(dag, overhead, creation_cost))
+    top = max(levels, default=0) + 1
+    key = [(top - lv) * n + i if policy == "cp" and cores else i for i, lv in enumerate(levels)]
+    indegree = dag_module.indegrees(dag)
+    follow, continuation = dag.next_fragment.tolist(), (~dag.starts_instance).tolist()
+    child = [-1] * n
+    if creation == "work-first":
+        for i in reversed(np.flatnonzero(dag.creator >= 0).tolist()):
+            child[dag.creator[i]] = i
+    start, core, taken = [0] * n, [0] * n, [False] * n
+    tasks, resumed, running, free = sorted(key[i] for i in range(n) if indegree[i] == 0), [], [], []
+    became_ready, next_core, now, limit = 1, 0, 0, n if cores is None else min(cores, n)
+
+    def run(i: int, c: int) -> None:
+        start[i], core[i], taken[i] = now, c, True
+        heapq.heappush(running, (now + dur[i]) * n + i)
+
+    while tasks or resumed or running:
+        while (resumed or tasks) and (free or next_core < limit):
+            i = heapq.heappop(resumed if resumed else tasks) % n
+            c = heapq.heappop(free) if free else next_core
+            next_core += c == next_core
+            run(i, c)
+        now = running[0] // n
+        ended, ready = [], []
+        while running and running[0] // n == now:
+            ended.append(i := heapq.heappop(running) % n)
+            for j in succ[offsets[i]:offsets[i + 1]]:
+                indegree[j] -= 1
+                ready += [j] if indegree[j] == 0 else []
+        for i in ended:
+            j = child[i] if child[i] >= 0 and indegree[child[i]] == 0 and not taken[child[i]] else follow[i]
+            if j >= 0 and indegree[j] == 0 and not taken[j]:
+                run(j, core[i])
+            else:
+                heapq.heappush(free, core[i])
+        for j in (j for j in ready if not taken[j]):
+            by_time = continuation[j] or policy == "bf"
+            heapq.heappush(resumed if continuation[j] else tasks, became_ready * n + j if by_time else key[j])
+            became_ready += 1
+    return start, core
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_native_loop_is_the_model(seed):
+    """list_scheduler.c against the model stated in Python, on random traces (nested tasks, main
+    waiting on results), every policy, creation model and a few core counts and runtime costs."""
+    rng = random.Random(seed)
+    dag = random_trace(rng, rng.randint(2, 150)).dag
+    for cores in (1, 2, 3, None):
+        for policy in ("cp", "fifo", "bf"):
+            for creation in ("help-first", "work-first"):
+                costs = rng.choice([(0, 0), (3, 0), (0, 2), (5, 7)])
+                s = simulate(dag, cores, policy, costs[0], creation=creation, creation_cost=costs[1])
+                assert (s.start.tolist(), s.core.tolist()) == reference_schedule(dag, cores, policy, costs[0], creation,
+                                                                                 costs[1])

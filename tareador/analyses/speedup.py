@@ -12,7 +12,7 @@ import numpy as np
 
 from tareador.simulation.list_scheduler import Schedule, simulate
 from tareador.simulation.machine import Machine
-from tareador.taskgraph.dag import Dag, bottom_levels, durations, successors
+from tareador.taskgraph.dag import Dag, bottom_levels, durations
 
 
 @dataclass
@@ -53,15 +53,14 @@ class Study:
 
 def study(dag: Dag, cores: list[int | None], policy: str, machine: Machine, overhead: int | None = None,
           progress=None, adjacency=None, unit: str = "instructions") -> Study:
-    """Simulate every core count (None = unbounded); adjacency and priorities are computed once,
-    adjacency once for every study of one graph when given. The machine's runtime (creation
+    """Simulate every core count (None = unbounded); priorities are computed once, ``adjacency``
+    (``dag.successors``) once for every study of one graph when given. The machine's runtime (creation
     model, costs of creating and starting a task) applies; ``overhead`` (units per task, default
     the machine's task_overhead) adds to its start cost."""
     costs = runtime_costs(machine, overhead)
-    adjacency = adjacency or successors(dag)
     levels = bottom_levels(dag, dag.weight, adjacency)
     cp_levels = levels if costs == (0, 0) else bottom_levels(dag, durations(dag, *costs), adjacency)
-    schedules = [simulate(dag, c, policy, costs[0], progress, adjacency, cp_levels, machine.creation, costs[1])
+    schedules = [simulate(dag, c, policy, costs[0], progress, cp_levels, machine.creation, costs[1])
                  for c in cores]
     return Study(t1=dag.t1 / machine.rate, tinf=max(levels, default=0) / machine.rate, schedules=schedules,
                  rate=machine.rate, overhead=costs[0], creation_cost=costs[1], creation=machine.creation, unit=unit)
