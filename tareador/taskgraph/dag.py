@@ -23,7 +23,7 @@ import numpy as np
 
 from tareador.native import build as build_library
 from tareador.native import compiler
-from tareador.taskgraph.tables import Tables, check
+from tareador.taskgraph.tables import Tables, check, is_row_numbers
 
 
 @dataclass
@@ -81,9 +81,10 @@ def build(t: Tables, directory: Path | None = None) -> Dag:
     n = len(t.ids)
     order = np.argsort(t.ids, kind="stable")
     ordered = t.ids[order]
+    row_numbers = is_row_numbers(t.ids)
 
     def index(x: np.ndarray) -> np.ndarray:
-        return order[np.searchsorted(ordered, x)] if len(x) else x
+        return x if row_numbers or not len(x) else order[np.searchsorted(ordered, x)]
 
     instance = index(t.instance)
     is_main = t.parent < 0
@@ -396,7 +397,7 @@ def contract(dag: Dag, removed: np.ndarray) -> tuple[list[tuple[int, int]], list
     tasks before creating the next ones would join each task to every later one."""
     succ: dict[int, set[int]] = {}
     pred: dict[int, set[int]] = {}
-    for s, d in zip(dag.src.tolist(), dag.dst.tolist()):
+    for s, d in zip(dag.src.tolist(), dag.dst.tolist(), strict=True):
         succ.setdefault(s, set()).add(d)
         pred.setdefault(d, set()).add(s)
     stayed = []

@@ -1,7 +1,8 @@
 """Reading and writing the trace directory that ``tareador trace`` produces.
 
 Plain CSV and JSON so that scripts and spreadsheets can use it without tareador:
-tasks.csv, deps.csv, objects.csv, summary.json (documented in README.md).
+tasks.csv, deps.csv, objects.csv, summary.json (documented in README.md); and their binary
+form, ``tables/`` (binary_form.py), which every command reads instead where it is sound.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from tareador.errors import TraceDirError
 from tareador.files import output_file, write_text
+from tareador.taskgraph import binary_form
 from tareador.taskgraph.dag import Dag, DependencyCycle, build, topological_order
 from tareador.taskgraph.model import (
     Access,
@@ -36,7 +38,8 @@ OWNED = ("tasks.csv", "deps.csv", "objects.csv", "summary.json", "graph.dot", "g
          "authentic.pcf", "whatif-*.png", "whatif.csv", "explore.csv", "explore.png", "mpi.csv", "comms.csv",
          "messages.csv", "patterns.npz", "patterns.csv", "patterns-*.png", "overlap-*.dim", "overlap.csv",
          "overlap.png", "accesses.csv", "calls.csv", "durations.csv", "timing.json", "models.csv", "models.png",
-         "*-measured.dim", "*-measured.pcf", "report.html")
+         "*-measured.dim", "*-measured.pcf", "report.html", "tables/*.npy", "tables/names.json",
+         "tables/manifest.json")
 FRAGMENT = [fl.name for fl in fields(Fragment)]  # the columns of tasks.csv
 DEPENDENCY = [fl.name for fl in fields(Dependency)]  # ... of deps.csv
 
@@ -83,9 +86,19 @@ def save(trace: TaskTrace, directory: str | Path) -> Path:
     write_table(d / "tasks.csv", Fragment, trace.fragments)
     write_table(d / "deps.csv", Dependency, trace.deps)
     write_table(d / "objects.csv", DataObject, trace.objects)
+    binary_form.write(d, trace.fragments, trace.deps, trace.objects)
     write_text(d / "summary.json", json.dumps(trace.summary, indent=2, sort_keys=True) + "\n")
     trace.path = str(d)
     return d
+
+
+def write_binary_form(directory: str | Path) -> None:
+    """``tables/`` of a trace directory that has only its CSVs (an older one, or one written by
+    a script), read and checked as every command reads them."""
+    d = _trace_dir(directory)
+    graph = _read_csvs(d, objects=True)
+    _checked(d, graph.tasks, graph.deps)
+    binary_form.write_columns(d, graph)
 
 
 def save_accesses(directory: str | Path, accesses: list[Access], calls: list[TaskCall]) -> None:
@@ -109,8 +122,8 @@ def load_trace(directory: str | Path) -> TaskTrace:
     """One traced process: what every command about a single task graph works on, its ``dag``
     built and checked on the way in."""
     d = _trace_dir(directory)
-    tasks, deps = _read_graph(d, objects=True)
-    objects = read_table(d / "objects.csv", DataObject)
+    graph = _read_graph(d, objects=True)
+    tasks, deps, objects = graph.tasks, graph.deps, graph.objects
     dag = _checked(d, tasks, deps)
     summary = read_summary(d / "summary.json", "trace the program again")
     fragments = list(map(Fragment, *(tasks[f].strings() if f == "name" else tasks[f].tolist() for f in FRAGMENT)))
@@ -127,7 +140,8 @@ def load_dag(directory: str | Path) -> Dag:
     ``load_trace`` reads and checks them."""
     d = _trace_dir(directory)
     recycle_freed_memory()
-    return _checked(d, *_read_graph(d, objects=False))
+    graph = _read_graph(d, objects=False)
+    return _checked(d, graph.tasks, graph.deps)
 
 
 def _trace_dir(directory: str | Path) -> Path:
@@ -139,11 +153,16 @@ def _trace_dir(directory: str | Path) -> Path:
     return d
 
 
-def _read_graph(d: Path, objects: bool) -> tuple[dict, dict]:
+def _read_graph(d: Path, objects: bool) -> binary_form.Graph:
+    """tables/ where it is sound, else the CSVs (objects only when asked)."""
+    return binary_form.read(d, objects) or _read_csvs(d, objects)
+
+
+def _read_csvs(d: Path, objects: bool) -> binary_form.Graph:
     tasks = read_csv(_present(d / "tasks.csv"), FRAGMENT, [f for f in FRAGMENT if f != "name"], ["name"])
     deps = read_csv(_present(d / "deps.csv"), DEPENDENCY, ["src", "dst", "bytes"],
                     ["kind", "object"] if objects else ["kind"])
-    return tasks, deps
+    return binary_form.Graph(tasks, deps, read_table(d / "objects.csv", DataObject) if objects else [])
 
 
 def _checked(d: Path, tasks: dict, deps: dict) -> Dag:

@@ -117,8 +117,13 @@ def _rows_of(ordered: np.ndarray, order: np.ndarray, x: np.ndarray) -> np.ndarra
     """The row holding each id of ``x`` (``ordered`` = the ids sorted, ``order`` their rows), -1 if none."""
     if not len(ordered):
         return np.full(len(x), -1, np.int64)
-    at = np.searchsorted(ordered, x).clip(max=len(ordered) - 1)
+    at = (x if is_row_numbers(ordered) else np.searchsorted(ordered, x)).clip(0, len(ordered) - 1)
     return np.where(ordered[at] == x, order[at], -1)
+
+
+def is_row_numbers(ids: np.ndarray) -> bool:
+    """ids 0, 1, ..., n-1 in this order (what the tracer writes): each one's row, nothing to look up."""
+    return bool(len(ids) and ids[0] == 0 and ids[-1] == len(ids) - 1 and (ids[1:] > ids[:-1]).all())
 
 
 def _present(ordered: np.ndarray, x: np.ndarray) -> np.ndarray:
