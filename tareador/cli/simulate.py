@@ -15,7 +15,15 @@ import numpy as np
 from tareador.analyses.speedup import parallelism_profile, study
 from tareador.cli import simulate_mpi
 from tareador.cli.mapping import add_ranks_per_node
-from tareador.cli.options import add_chrome_limit, chrome_limit, core_list, load_machine_arg, progress_bar, report_split, size_text
+from tareador.cli.options import (
+    add_chrome_limit,
+    chrome_limit,
+    core_list,
+    load_machine_arg,
+    progress_bar,
+    report_split,
+    size_text,
+)
 from tareador.errors import UserError
 from tareador.files import output_file
 from tareador.formats.chrome import write_chrome

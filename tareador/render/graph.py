@@ -64,7 +64,7 @@ def drawn_edges(trace: TaskTrace, all_edges: bool,
     if all_edges and not show_main:
         pairs, joins = contract(dag, dag.is_main)
         return sorted((ids[s], ids[d]) for s, d in pairs), {ids[j] for j in joins}
-    pairs = list(zip(dag.src.tolist(), dag.dst.tolist())) if all_edges else transitive_reduction(dag, kept)
+    pairs = list(zip(dag.src.tolist(), dag.dst.tolist(), strict=True)) if all_edges else transitive_reduction(dag, kept)
     return sorted((ids[s], ids[d]) for s, d in pairs), set()
 
 
