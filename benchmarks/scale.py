@@ -4,7 +4,7 @@ The program is a 2D wavefront of N x N tasks of about 400 instructions (cell (i,
 north and west neighbours), generated as C with markers and traced at N = sqrt(instances).
 Each stage runs in its own process (wall and CPU seconds, its peak RSS from wait4):
   trace            tareador trace -o DIR -- wavefront N
-  load             tareador.load(DIR) and its graph
+  load             tareador.load(DIR) and its task graph (trace.dag)
   simulate         tareador simulate DIR --json (6 core counts: 1, 2, 4, 8, 16, inf)
   simulate+out     tareador simulate DIR --prv --chrome -o OUT (the same, plus 6 Paraver and
                    6 Chrome files; their size is shown, and the writers' own cost per instance
@@ -17,12 +17,14 @@ and the trace directory's size. A stage that fails or outlives --timeout is repo
 message and the benchmark goes on. Where tracing fails (today above ~300k instances: Frida's
 message limit, issue 18 item 1) the other stages run on the directory the trace would have
 written, generated from the pattern of the traced ones (checked equal to the traced directory
-at the smallest size) and marked "generated".
+at the smallest size) and marked "generated"; its binary form (tables/) is then written from its
+CSVs, byte for byte what tracing writes.
 
 With --baseline TREE (e.g. `git worktree add /tmp/base main`) every stage also runs with that
-tree's tareador on the same directory, in the same run. Growth slope: log(cost ratio) / log(size
-ratio) against the previous size, 1 = linear. CPU seconds are the steadier figure on a shared
-machine; the load average is printed.
+tree's tareador on the same directory, in the same run. Growth slope: the least-squares fit of
+log(cost) against log(instances) up to that size, 1 = linear. CPU seconds are the steadier figure
+on a shared machine; the load average is printed. A second table sets each stage's target of
+issue 18 beside what the largest size measured.
 
     python benchmarks/scale.py [--sizes 1000,10000,100000,1000000] [--baseline /tmp/base]
                                [--timeout 1800] [--stages trace,load,...]
@@ -41,8 +43,10 @@ from pathlib import Path
 from steps import ROOT, Step, load_average, run_step, slope, tareador  # beside this script
 from wavefront_trace import SOURCE, generate_directory, same_tables
 
+from tareador.taskgraph.store import write_binary_form
+
 STAGES = ("trace", "load", "simulate", "simulate+out", "whatif", "hints", "graph", "graph never")
-LOAD = "import sys, tareador\nt = tareador.load(sys.argv[1])\nt.graph\n"
+LOAD = "import sys, tareador\nt = tareador.load(sys.argv[1])\nt.dag\n"
 
 
 @dataclass
@@ -101,9 +105,10 @@ def run_size(size: Size, trees: dict[str, Path], stages: list[str], exe: Path, o
                 shutil.rmtree(scratch, ignore_errors=True)
         if stage == "trace" and not size.steps[stage]["this"].ok and template is not None:
             generate_directory(size.trace_dir, size.n, exe, template)
+            write_binary_form(size.trace_dir)
             size.generated = True
     if (size.trace_dir / "tasks.csv").exists():
-        size.directory_bytes = sum(p.stat().st_size for p in size.trace_dir.iterdir() if p.is_file())
+        size.directory_bytes = sum(p.stat().st_size for p in size.trace_dir.rglob("*") if p.is_file())
 
 
 def report(sizes: list[Size], trees: list[str], stages: list[str], loads: tuple[float, float]) -> None:
@@ -134,6 +139,8 @@ def report(sizes: list[Size], trees: list[str], stages: list[str], loads: tuple[
             cells += ["" if cpu is None else f"{cpu:.2f}", "" if rss is None else f"{rss:.2f}"]
             print("| " + " | ".join(cells) + " |")
     print()
+    targets(sizes, stages)
+    print()
     writers(sizes, trees)
     for size in sizes:
         if size.directory_bytes:
@@ -143,14 +150,53 @@ def report(sizes: list[Size], trees: list[str], stages: list[str], loads: tuple[
     print(f"load average {loads[0]:.1f} at the start, {loads[1]:.1f} at the end")
 
 
+LINEAR = 1.2  # the largest growth slope taken as linear on a noisy machine
+# stage -> issue 18's target, and how this tree's measurements (every size's step) meet it.
+TARGETS = {
+    "trace": ("10^6 instances trace (item 1)", lambda size, step, growth: size.instances >= 10**6 and step.ok),
+    "load": ("linear", lambda size, step, growth: growth <= LINEAR),
+    "simulate": ("load + 6 core counts at 10^6: <= 15 s, <= 3 GB (item 5)",
+                 lambda size, step, growth: size.instances >= 10**6 and step.seconds <= 15 and step.peak_rss <= 3e9),
+    "simulate+out": ("Paraver + Chrome writers <= 50 us per instance (item 4)",
+                     lambda size, step, growth: writer_cost(size, "this") <= 50),
+    "whatif": ("linear", lambda size, step, growth: growth <= LINEAR),
+    "hints": ("linear (item 2)", lambda size, step, growth: growth <= LINEAR),
+    "graph": ("linear", lambda size, step, growth: growth <= LINEAR),
+    "graph never": ("no quadratic blow-up past 2000 nodes (item 3)", lambda size, step, growth: growth <= LINEAR),
+}
+
+
+def targets(sizes: list[Size], stages: list[str]) -> None:
+    """Each stage's target beside this tree's figures at the largest size it ran."""
+    print("| stage | target (issue 18) | at | time (s) | peak RSS (MiB) | growth (CPU) | met |")
+    print("|---|---|---|---|---|---|---|")
+    for stage in stages:
+        measured = [s for s in sizes if s.steps.get(stage, {}).get("this") is not None]
+        if not measured:
+            continue
+        size, step = measured[-1], measured[-1].steps[stage]["this"]
+        growth = slope([s.instances for s in measured],
+                       [s.steps[stage]["this"].cpu if s.steps[stage]["this"].ok else None for s in measured])
+        met = step.ok and TARGETS[stage][1](size, step, growth if growth is not None else 0.0)
+        print(f"| {stage} | {TARGETS[stage][0]} | {size.instances:,} | {step.seconds:.1f} | "
+              f"{step.peak_rss / 2**20:.0f} | {'' if growth is None else f'{growth:.2f}'} | {'yes' if met else 'NO'} |")
+
+
+def writer_cost(size: Size, tree: str) -> float:
+    """µs per instance of the Paraver and Chrome writers: simulate+out's CPU minus simulate's."""
+    both = [size.steps.get(stage, {}).get(tree) for stage in ("simulate", "simulate+out")]
+    if not all(s is not None and s.ok for s in both):
+        return math.inf
+    return (both[1].cpu - both[0].cpu) / size.instances * 1e6
+
+
 def writers(sizes: list[Size], trees: list[str]) -> None:
     """The Paraver and Chrome writers alone: simulate+out's CPU minus simulate's, and what they wrote."""
     for size in sizes:
         parts = []
         for name in trees:
-            both = [size.steps.get(stage, {}).get(name) for stage in ("simulate", "simulate+out")]
-            if all(s is not None and s.ok for s in both):
-                cost = (both[1].cpu - both[0].cpu) / size.instances * 1e6
+            cost = writer_cost(size, name)
+            if cost < math.inf:
                 written = size.outputs.get(name, 0)
                 parts.append(f"{name} {cost:.1f} µs per instance, {written / 1e6:.1f} MB "
                              f"({written / size.instances / 1e3:.1f} kB per instance)")
@@ -181,6 +227,7 @@ def main() -> None:
         shutil.rmtree(size.trace_dir, ignore_errors=True)
         if "trace" not in stages:
             generate_directory(size.trace_dir, n, exe, template or _template(args.out, exe))
+            write_binary_form(size.trace_dir)
             size.generated = True
         run_size(size, trees, stages, exe, args.out, args.timeout, template)
         if template is None and not size.generated and (size.trace_dir / "tasks.csv").exists():

@@ -77,9 +77,11 @@ def _wait(pid: int, deadline: float | None):
 
 
 def slope(sizes: list[float], values: list[float | None]) -> float | None:
-    """Growth exponent between the last two measured sizes: 1 is linear, 2 quadratic."""
-    pairs = [(n, v) for n, v in zip(sizes, values) if v is not None and v > 0]
+    """Growth exponent: the least-squares slope of log(value) against log(size) over the measured
+    sizes (1 is linear, 2 quadratic)."""
+    pairs = [(math.log(n), math.log(v)) for n, v in zip(sizes, values) if v is not None and v > 0]
     if len(pairs) < 2:
         return None
-    (n0, v0), (n1, v1) = pairs[-2], pairs[-1]
-    return math.log(v1 / v0) / math.log(n1 / n0)
+    mx, my = sum(x for x, _ in pairs) / len(pairs), sum(y for _, y in pairs) / len(pairs)
+    spread = sum((x - mx) ** 2 for x, _ in pairs)
+    return sum((x - mx) * (y - my) for x, y in pairs) / spread if spread else None
