@@ -1,8 +1,9 @@
 """The wavefront program of scale.py, and the trace directory tareador writes for it, generated.
 
 Tracing N x N cells gives tables of a fixed pattern (a main fragment before each task; the
-cell's north and west neighbours as RAW dependencies through the grid; main's loop variables i
-and j as RAW and WAW dependencies through its stack), so where tracing cannot go (above ~300k
+cell's north and west neighbours as RAW dependencies through the grid; the cell reads main's
+loop variables i and j from its stack, written by the fragment before it and, j > 1, i by the
+row's first), so where tracing cannot go (above ~300k
 instances until the tracer streams its tables, issue 18 item 1) the other stages run on the
 directory it would have written. What the pattern cannot know (instruction counts, stack
 offsets, the module, call arguments past the first four) is copied from a traced directory of
@@ -65,11 +66,17 @@ class _Template:
         side = round((len(tasks) // 2) ** 0.5)
         self.first_main, self.task, self.middle_main = (int(tasks[k][6]) for k in (0, 1, 2))
         self.row_main, self.last_main = int(tasks[2 * side][6]), int(tasks[-1][6])
-        accesses = _rows(directory / "accesses.csv")[1:]
-        self.main_wide, self.task_stack, heap = accesses[0][1:], accesses[1][1:], accesses[2][1]
-        self.main_narrow = accesses[3][1:]
-        self.heap = heap
         self.objects = _rows(directory / "objects.csv")
+        self.heap = next(row[1] for row in self.objects[1:] if row[2] == "heap")
+        self.access_header = _rows(directory / "accesses.csv")[0]
+        by_fragment: dict[int, list[list[str]]] = {}
+        for row in _rows(directory / "accesses.csv")[1:]:
+            by_fragment.setdefault(int(row[0]), []).append(row[1:])
+        # main's rows at a row's start (it sets i and j) and within a row (j only); the cell's own
+        # rows but its heap row (north and west cells read, its own written), and that row's part.
+        self.main_wide, self.main_narrow = by_fragment[0], by_fragment[2]
+        self.task_rows = [row for row in by_fragment[1] if row[0] != self.heap]
+        self.heap_part = next(row[1] for row in by_fragment[1] if row[0] == self.heap)
         call = _rows(directory / "calls.csv")[1]
         self.call = call[1:5]
         self.args = call[5].split(";")
@@ -119,17 +126,13 @@ def _tasks(path: Path, n: int, t: _Template) -> int:
 
 
 def _deps(path: Path, n: int, heap: str) -> None:
-    """Per fragment, its dependencies sorted by source, RAW before WAW (as the tracer writes them)."""
+    """Per cell, its dependencies sorted by source (as the tracer writes them); main's own fragments
+    depend on nothing: what they share is their own stack."""
     with path.open("w", newline=CRLF) as f:
         f.write("src,dst,kind,object,bytes\n")
-        for c in range(n * n + 1):
+        for c in range(n * n):
             i, j = c // n + 1, c % n + 1
             m, row = 2 * c, 2 * (c - c % n)  # main's fragment before cell c, and before its row's first
-            if c:  # main's loop variables: j from the fragment before, i from the last row's first too
-                sources = [m - 2] if j > 1 else sorted({2 * (c - n), m - 2})
-                f.writelines(f"{s},{m},{kind},stack:main,4\n" for s in sources for kind in ("RAW", "WAW"))
-            if c == n * n:
-                break
             task = m + 1
             deps = [(m, "stack:main", 8)] if j == 1 else [(row, "stack:main", 4), (m, "stack:main", 4)]
             if i > 1:
@@ -141,15 +144,15 @@ def _deps(path: Path, n: int, heap: str) -> None:
 
 def _accesses(path: Path, n: int, t: _Template) -> None:
     with path.open("w", newline=CRLF) as f:
-        f.write("task,object,read_lo,read_hi,write_lo,write_hi\n")
-        wide, narrow, stack = ",".join(t.main_wide), ",".join(t.main_narrow), ",".join(t.task_stack)
+        f.write(",".join(t.access_header) + "\n")
         for c in range(n * n + 1):
-            f.write(f"{2 * c},{wide if c % n == 0 else narrow}\n")
+            f.writelines(f"{2 * c},{','.join(row)}\n" for row in (t.main_wide if c % n == 0 else t.main_narrow))
             if c == n * n:
                 break
             i, j = c // n + 1, c % n + 1
             own = 8 * (i * (n + 1) + j)
-            f.write(f"{2 * c + 1},{stack}\n{2 * c + 1},{t.heap},{8 * ((i - 1) * (n + 1) + j)},{own},{own},{own + 8}\n")
+            f.writelines(f"{2 * c + 1},{','.join(row)}\n" for row in t.task_rows)
+            f.write(f"{2 * c + 1},{t.heap},{t.heap_part},{8 * ((i - 1) * (n + 1) + j)},{own},{own},{own + 8}\n")
 
 
 def _critical_path(n: int, t: _Template) -> int:
