@@ -22,7 +22,8 @@ CSVs, byte for byte what tracing writes.
 
 With --baseline TREE (e.g. `git worktree add /tmp/base main`) every stage also runs with that
 tree's tareador on the same directory, in the same run. Growth slope: the least-squares fit of
-log(cost) against log(instances) up to that size, 1 = linear. CPU seconds are the steadier figure
+log(cost) against log(instances) from 10^4 instances up to that size, 1 = linear (at 10^3 every
+stage costs Python's start-up, about 0.25 s, which would flatten the fit). CPU seconds are the steadier figure
 on a shared machine; the load average is printed. A second table sets each stage's target of
 issue 18 beside what the largest size measured.
 
@@ -132,8 +133,9 @@ def report(sizes: list[Size], trees: list[str], stages: list[str], loads: tuple[
                 else:
                     cells += [f"{step.seconds:.2f}", f"{step.cpu:.2f}", f"{step.cpu / size.instances * 1e6:.1f}",
                               f"{step.peak_rss / 2**20:.0f}"]
-            series = [s.steps[stage].get(trees[0]) for s in measured[:k + 1]]
-            ns = [s.instances for s in measured[:k + 1]]
+            fitted = [s for s in measured[:k + 1] if s.instances >= FIT_FROM]
+            series = [s.steps[stage].get(trees[0]) for s in fitted]
+            ns = [s.instances for s in fitted]
             cpu = slope(ns, [st.cpu if st and st.ok else None for st in series])
             rss = slope(ns, [st.peak_rss if st and st.ok else None for st in series])
             cells += ["" if cpu is None else f"{cpu:.2f}", "" if rss is None else f"{rss:.2f}"]
@@ -151,6 +153,7 @@ def report(sizes: list[Size], trees: list[str], stages: list[str], loads: tuple[
 
 
 LINEAR = 1.2  # the largest growth slope taken as linear on a noisy machine
+FIT_FROM = 10_000  # the smallest size in the growth fits
 # stage -> issue 18's target, and how this tree's measurements (every size's step) meet it.
 TARGETS = {
     "trace": ("10^6 instances trace (item 1)", lambda size, step, growth: size.instances >= 10**6 and step.ok),
@@ -175,8 +178,9 @@ def targets(sizes: list[Size], stages: list[str]) -> None:
         if not measured:
             continue
         size, step = measured[-1], measured[-1].steps[stage]["this"]
-        growth = slope([s.instances for s in measured],
-                       [s.steps[stage]["this"].cpu if s.steps[stage]["this"].ok else None for s in measured])
+        fitted = [s for s in measured if s.instances >= FIT_FROM]
+        growth = slope([s.instances for s in fitted],
+                       [s.steps[stage]["this"].cpu if s.steps[stage]["this"].ok else None for s in fitted])
         met = step.ok and TARGETS[stage][1](size, step, growth if growth is not None else 0.0)
         print(f"| {stage} | {TARGETS[stage][0]} | {size.instances:,} | {step.seconds:.1f} | "
               f"{step.peak_rss / 2**20:.0f} | {'' if growth is None else f'{growth:.2f}'} | {'yes' if met else 'NO'} |")
