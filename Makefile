@@ -26,7 +26,7 @@ deps:
 	@$(call apt_install,$(DEBIAN_PACKAGES),)
 	@$(call apt_install,$(MPI_PACKAGES),--no-install-recommends)
 	@$(call apt_install,$(LINALG_PACKAGES),--no-install-recommends)
-	@$(PYTHON) -c "import tareador, frida, pytest, build, mkdocs, material, bokeh, selenium" 2>/dev/null || $(PIP) -e ".[test]"
+	@$(PYTHON) -c "import tareador, frida, pytest, build, mkdocs, material, bokeh, selenium, pandas" 2>/dev/null || $(PIP) -e ".[test]"
 	@$(PYTHON) -c "import mpi4py" 2>/dev/null || $(PIP) --only-binary=mpi4py "mpi4py>=4.1" || \
 	  echo "make deps: mpi4py (optional) not installed: no binary wheel for $$($(PYTHON) -V) could be fetched"
 

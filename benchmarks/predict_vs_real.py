@@ -87,7 +87,7 @@ def predictions(trace_dir: Path, machine: Machine) -> dict[tuple[str, str], floa
     out = {}
     for kind, graph, m in (("instructions", dag, rate), ("measured", timed, ns)):
         for policy in POLICIES:
-            out[kind, policy] = study(graph, [2], policy, m).rows()[0]["speedup"]
+            out[kind, policy] = study(graph, [2], policy, m).table().column("speedup")[0]
     return out
 
 

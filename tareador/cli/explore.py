@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import shlex
 import signal
 from pathlib import Path
@@ -13,7 +12,6 @@ from tareador.cli.options import core_list
 from tareador.cli.simulate import add_machine_options, machine_options
 from tareador.cli.trace import function_names
 from tareador.errors import UserError
-from tareador.files import output_file
 from tareador.render.plots import plot_explore
 from tareador.render.summary import format_seconds, human, machine_name
 from tareador.stopping import Stopped
@@ -140,7 +138,7 @@ def run(args) -> int:
     except ValueError as e:
         raise UserError(f"{directory}: {e}") from None
     out.mkdir(parents=True, exist_ok=True)
-    written = [_write_csv(out / "explore.csv", result), plot_explore(result, out / "explore.png")]
+    written = [result.write_csv(out / "explore.csv"), plot_explore(result, out / "explore.png")]
 
     command = argv or [finest.summary.get("program", "./prog"), *finest.summary.get("arguments", [])]
     # Only a recording's tasks are functions; another trace's are its markers' names.
@@ -201,17 +199,3 @@ def _best_lines(result) -> list[str]:
         lines.append(f"  (step {fastest.index} is {gain:.2g} % faster with {fastest.instances} task instances: "
                      f"speedups within {percent} are ties, which go to fewer instances; --tolerance)")
     return lines
-
-
-def _write_csv(path: Path, result) -> Path:
-    with output_file(path, newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["step", "tasks", "instances", "t1", "tinf", "parallelism", "time", "speedup", "broken",
-                    "dominant", "cost_length", "cost_dependencies", "cost_concurrency", "decomposition"])
-        for s in result.steps:
-            cost = s.cost_of(s.broken) if s.broken else None
-            w.writerow([s.index, len(s.tasks), s.instances, s.t1, s.tinf, round(s.parallelism, 6), s.time,
-                        round(s.speedup, 6), s.broken or "", cost.dominant if cost else "",
-                        *(tuple(round(x, 6) for x in cost.normalised) if cost else ("", "", "")),
-                        ";".join(s.tasks)])
-    return path

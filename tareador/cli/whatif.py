@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 from pathlib import Path
@@ -12,7 +11,7 @@ from tareador.analyses.whatif import label, ratio, type_names, whatif
 from tareador.cli.options import progress_bar
 from tareador.cli.simulate import add_machine_options, machine_options, runtime_line, task_graph, unit_of
 from tareador.errors import UserError
-from tareador.files import output_file, printable
+from tareador.files import printable
 from tareador.render.plots import plot_whatif
 from tareador.render.summary import LABEL, machine_name
 from tareador.render.summary import format_seconds as seconds
@@ -73,7 +72,7 @@ def run(args) -> int:
     if args.plot:
         written += [plot_whatif(result, c, out / f"whatif-{label(c)}.png") for c in result.cores]
     if args.csv:
-        written.append(_write_csv(out / "whatif.csv", result))
+        written.append(result.write_csv(out / "whatif.csv"))
     if args.json:
         print(json.dumps(result.as_json()))
     else:
@@ -113,10 +112,3 @@ def _percent(benefit: float) -> str:
     return "inf" if benefit == math.inf else f"{100 * (benefit - 1):+.1f}%"
 
 
-def _write_csv(path: Path, result) -> Path:
-    rows = result.rows()
-    with output_file(path, newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-    return path

@@ -74,6 +74,11 @@ class MpiRun:
     def messages(self) -> list[Message]:
         return self.matching.messages
 
+    def __repr__(self) -> str:
+        where = f" {self.path}" if self.path else ""
+        return (f"<MpiRun{where}: {len(self.ranks)} ranks, {sum(r.instances for r in self.ranks)} task instances, "
+                f"{len(self.calls)} MPI calls>")
+
 
 def blocked_in(calls: Sequence[MpiCall], trace: TaskTrace, waiting: set[int]) -> MpiCall | None:
     """The call a rank whose trace ended early was inside: its last, when it waited for what
