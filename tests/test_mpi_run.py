@@ -12,7 +12,7 @@ from collections import defaultdict
 import pytest
 
 import tareador
-from tareador.cli.postprocess import postprocess
+from tareador.analyses.postprocess import postprocess
 from tareador.errors import TraceDirError
 from tareador.formats.dimemas import read_dim
 from tareador.formats.paraver import pcf_value_labels
