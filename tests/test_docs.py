@@ -5,6 +5,7 @@ two commands first, at most 250 lines, links that resolve."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
@@ -17,7 +18,7 @@ import yaml
 from tareador.cli.main import SUBCOMMANDS
 from tareador.simulation.machine import TOML_SECTIONS
 from tareador.tracing import toolchain
-from tests.helpers import EXAMPLES, ROOT
+from tests.helpers import EXAMPLES, ROOT, call, make_run
 
 RUNNABLE = re.compile(r"<!-- runnable -->\n```console\n(.*?)```", re.S)
 MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)\)")
@@ -120,3 +121,22 @@ def test_machine_files_page_documents_every_key():
     undocumented = [f"[{section}] {key}" for section, keys in TOML_SECTIONS.items() for key in keys
                     if not any(row.strip().startswith(f"`[{section}]") and re.search(rf"\b{key}`", row) for row in rows)]
     assert not undocumented, undocumented
+
+
+def documented_keys(start: str, end: str) -> set[str]:
+    """The `names` written between two lines of docs/reference/files.md."""
+    text = (ROOT / "docs" / "reference" / "files.md").read_text()
+    return set(re.findall(r"`([a-z_0-9]+)`", text[text.index(start):text.index(end)]))
+
+
+def test_summary_schema_has_every_key_a_trace_writes(traced_example):
+    summary = json.loads((traced_example("cholesky", "2", "8") / "summary.json").read_text())
+    assert set(summary) - documented_keys("## summary.json", "## Run directory") == set()
+
+
+def test_run_directory_table_has_every_key_of_a_runs_summary(tmp_path):
+    make_run(tmp_path, [[call("MPI_Send", peer=1, tag=0, size=8)], [call("MPI_Recv", peer=0, tag=0, size=8)]])
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    documented = documented_keys("## Run directory", "## Outputs")
+    assert set(summary) - documented == set()
+    assert set(summary["per_rank"][0]) - documented == set()
