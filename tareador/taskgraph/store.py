@@ -1,8 +1,9 @@
 """Reading and writing the trace directory that ``tareador trace`` produces.
 
 Plain CSV and JSON so that scripts and spreadsheets can use it without tareador:
-tasks.csv, deps.csv, objects.csv, summary.json (documented in README.md); and their binary
-form, ``tables/`` (binary_form.py), which every command reads instead where it is sound.
+tasks.csv, deps.csv, objects.csv, summary.json (documented in docs/reference/files.md); and
+their binary form, ``tables/`` (binary_form.py), which every command reads instead where it is
+sound.
 """
 
 from __future__ import annotations
