@@ -16,13 +16,11 @@ from tareador.errors import TraceDirError
 from tareador.files import output_file, write_text
 from tareador.taskgraph.model import (
     DEPENDENCY_KINDS,
-    Access,
     Communicator,
     DataObject,
     Dependency,
-    MpiCall,
-    TaskCall,
     Fragment,
+    MpiCall,
     TaskTrace,
 )
 
@@ -34,7 +32,7 @@ OWNED = ("tasks.csv", "deps.csv", "objects.csv", "summary.json", "graph.dot", "g
          "profile.png", "gantt.png", "speedup.csv", "profile.csv", "ompss.dim", "ompss.pcf", "authentic.dim",
          "authentic.pcf", "whatif-*.png", "whatif.csv", "explore.csv", "explore.png", "mpi.csv", "comms.csv",
          "messages.csv", "patterns.npz", "patterns.csv", "patterns-*.png", "overlap-*.dim", "overlap.csv",
-         "overlap.png", "accesses.csv", "calls.csv")
+         "overlap.png", "accesses.csv", "calls.csv", "tables/*.npy", "tables/names.json")
 
 
 def write_table(path: Path, cls, rows) -> None:
@@ -129,12 +127,6 @@ def save(trace: TaskTrace, directory: str | Path) -> Path:
     write_text(d / "summary.json", json.dumps(trace.summary, indent=2, sort_keys=True) + "\n")
     trace.path = str(d)
     return d
-
-
-def save_accesses(directory: str | Path, accesses: list[Access], calls: list[TaskCall]) -> None:
-    """What each fragment read and wrote, and the calls tasks made (``tareador hints``), beside the trace."""
-    write_table(Path(directory) / "accesses.csv", Access, accesses)
-    write_table(Path(directory) / "calls.csv", TaskCall, calls)
 
 
 def save_mpi(directory: str | Path, calls: list[MpiCall], comms: list[Communicator]) -> None:

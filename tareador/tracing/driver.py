@@ -16,12 +16,14 @@ import struct
 import sys
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tareador.errors import TracingError
 from tareador.stopping import stop_signals
 from tareador.tracing import toolchain
 
 BUFFER_RECORDS = 1 << 16  # 1 MiB of records: stays in cache between the inline writes and the analysis
+TABLE_ROWS = 1 << 16  # rows of each result table the agent keeps before appending them to its file
 ADDR_NO_RANDOMIZE = 0x0040000
 PERSONALITY_QUERY = 0xFFFFFFFF
 ELFCLASS64, EM_X86_64, ET_REL, ET_EXEC, ET_DYN, PT_INTERP = 2, 62, 1, 2, 3, 3
@@ -62,8 +64,7 @@ frida = _import_frida()
 
 @dataclass
 class AgentResult:
-    meta: dict
-    data: bytes
+    meta: dict  # the run's description; the tables are files in the directory run_agent was given
     exit_status: int | None = None
     detach_reason: str = ""
     warnings: list[str] = field(default_factory=list)
@@ -154,11 +155,12 @@ def _exec_through(device, argv: list[str], env: dict) -> int | None:
         device.off("child-added", on_child)
 
 
-def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RECORDS,
+def run_agent(argv: list[str], tables: Path, *, progress=None, buffer_records: int = BUFFER_RECORDS,
               ignored_modules: tuple[str, ...] = (), system_modules: tuple[str, ...] = (),
               patterns: bool = False, task_functions: tuple = (), explore: bool = False,
               own_libraries: tuple[str, ...] = ()) -> AgentResult:
-    """Spawn argv under the agent; returns the agent's result (or what is known if none came).
+    """Spawn argv under the agent, which writes its tables into the existing directory tables
+    (decode.py); returns the agent's description of the run (or what is known if none came).
     patterns: also record the communication patterns (tracer_agents/patterns.c; MPI runs);
     task_functions: the TaskFunction entries whose calls are tasks; explore: record them for
     tareador explore (the program's task markers ignored); own_libraries: see agent.js."""
@@ -170,7 +172,7 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
 
     def on_message(message, data):
         if message["type"] == "send" and message["payload"].get("type") == "result":
-            result["meta"], result["data"] = message["payload"], data
+            result["meta"] = message["payload"]
             script.post({"type": "ack"})
             done.set()
         elif message["type"] == "error":
@@ -204,6 +206,8 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
                     "allocationsSource": sources.allocations,
                     "mpiSource": sources.mpi,
                     "bufferRecords": buffer_records,
+                    "tablesDirectory": str(tables),
+                    "tableRows": TABLE_ROWS,
                     "ignoredModules": list(ignored_modules),
                     "systemModules": list(system_modules),
                     "patterns": patterns,
@@ -244,7 +248,7 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
     if progress is not None:  # the final counts, however short the run was beside the polling interval
         progress({"tasks": meta["instances"], "accesses": meta["accesses"]})
     ending = meta["ending"]
-    return AgentResult(meta, result["data"], ending.get("status"), result.get("detached", ""))
+    return AgentResult(meta, ending.get("status"), result.get("detached", ""))
 
 
 def _kill(device, pid: int) -> None:
