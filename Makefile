@@ -57,6 +57,8 @@ benchmark: deps
 	$(PYTHON) benchmarks/mpi_overhead.py
 	$(PYTHON) benchmarks/patterns_overhead.py
 	$(PYTHON) benchmarks/explore_recording.py
+	$(PYTHON) benchmarks/runtime_costs.py
+	$(PYTHON) benchmarks/timing_overhead.py
 	$(PYTHON) benchmarks/predict_vs_real.py
 
 clean:

@@ -1,40 +1,58 @@
-"""Predicted against measured: tareador simulate's speedup on 2 cores, under each scheduling
-policy, beside the speedup of the OpenMP version of the same program on this 2-core machine.
+"""Predicted against measured: tareador's speedup on 2 cores, from instruction counts and from
+measured durations, under each scheduling policy, beside the speedup of the OpenMP version of
+the same program on this 2-core machine.
 
-Usage: python benchmarks/predict_vs_real.py [--example cholesky|heat|all] [--repeat R]
+Usage: python benchmarks/predict_vs_real.py [--example NAME|all] [--repeat R] [--timing-runs T]
 
-The traced program (examples/<name>/<name>.c, with tareador markers) and its OpenMP version
-(examples/<name>_omp/<name>_omp.c, the markers replaced by the pragmas `tareador hints` gives)
-run the same kernels on the same problem, both built with -O2 -fno-inline. The OpenMP version prints the
-wall time of its task region; each thread count runs R times and the fastest counts (the machine
-is shared: the slower runs measure the neighbours). Prints a Markdown table for README.md, with the load average, which says whether the machine was
-quiet.
+Each example is a traced program (examples/<name>/<name>.c, with tareador markers) and its
+OpenMP version (examples/<name>_omp/<name>_omp.c: the markers replaced by the pragmas `tareador
+hints` gives, corrected by hand where its header says they would race), with the same kernels on
+the same problem, both built -O2 -fno-inline. For each:
+
+- the traced program is traced (instructions) and timed natively T times (`tareador time`: the
+  median of each task instance);
+- libgomp's own costs are measured once (benchmarks/runtime_costs.py: creating a task with a
+  depend clause, starting one) and given to the simulation as the machine's [runtime] costs;
+  instructions become seconds at the program's own rate (its instructions over its measured
+  time), so that those costs weigh the same against both kinds of durations;
+- `simulate --cores 2` (help-first creation, as libgomp) predicts the speedup under cp, fifo and
+  bf, from instructions and from the measured durations;
+- the OpenMP version runs with OMP_NUM_THREADS=1 and 2, alternating, R times each, with
+  OMP_WAIT_POLICY=passive (an idle thread sleeps instead of spinning: on a shared machine a
+  spinning thread takes a core from the neighbours and from its own team); the fastest run of
+  each counts (slower runs measure the neighbours). It prints the wall time of its task region.
+
+Prints a Markdown table for README.md with the load average before and after each example:
+the measured speedup is only as good as the machine is quiet.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shlex
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
+from runtime_costs import ENVIRONMENT, measure as runtime_costs
 from trace_overhead import output_discarded
 
-import tareador
-from tareador.simulation.list_scheduler import simulate
-from tareador.taskgraph.dag import dag_from_trace
+from tareador.analyses.speedup import study
+from tareador.simulation.machine import Machine, in_nanoseconds
+from tareador.taskgraph.dag import load_dag
+from tareador.taskgraph.durations import measured_dag
 from tareador.tracing import toolchain
 from tareador.tracing.run import trace
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-# Problem sizes with tasks of a few milliseconds, so that the runtime's cost per task (a few
-# microseconds in libgomp) is small beside them; the traced run takes seconds.
-SIZES = {"cholesky": ["8", "192"], "heat": ["2048", "512", "10"]}
+# Problem sizes with tasks of tenths of milliseconds to milliseconds, large beside libgomp's cost
+# per task (a fraction of a microsecond, runtime_costs.py); each traced run takes seconds.
+SIZES = {"cholesky": ["8", "192"], "heat_blocks": ["1024", "256", "20"], "sparselu": ["8", "128"],
+         "integrate": ["5", "200000"], "chainside": ["32", "100000"]}
 POLICIES = ("cp", "fifo", "bf")
 
 
@@ -45,49 +63,54 @@ def build(source: Path, out: Path, flags: list[str], libs: list[str]) -> Path:
     return out
 
 
-def predicted(trace_dir: Path, policy: str) -> float:
-    out = subprocess.run([sys.executable, "-m", "tareador", "simulate", str(trace_dir), "--cores", "2", "--policy",
-                          policy, "--json"], capture_output=True, text=True, check=True).stdout
-    return json.loads(out)["results"][0]["speedup"]
-
-
-def pragma_prediction(trace_dir: Path) -> float:
-    """The speedup on 2 cores (bf) of the task graph the generated pragmas give OpenMP."""
-    trace = tareador.load(trace_dir)
-    dag = dag_from_trace(tareador.hints(trace_dir).pragma_trace(trace))
-    return dag.t1 / simulate(dag, 2, "bf").makespan
-
-
 def measured(exe: Path, args: list[str], repeat: int) -> tuple[float, float]:
     """Fastest wall time of the task region on 1 and on 2 threads over repeat runs of each, the
     two alternating so that both see the same neighbours."""
     best = {1: float("inf"), 2: float("inf")}
     for _ in range(repeat):
         for threads in best:
-            env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+            env = {**os.environ, **ENVIRONMENT, "OMP_NUM_THREADS": str(threads)}
             out = subprocess.run([str(exe), *args], capture_output=True, text=True, check=True, env=env).stdout
+            if "check=ok" not in out:
+                raise SystemExit(f"{exe.name} {' '.join(args)} failed its own check: {out.strip()}")
             best[threads] = min(best[threads], float(re.search(r"seconds=([0-9.]+)", out).group(1)))
     return best[1], best[2]
 
 
-def compare(name: str, tmp: Path, repeat: int) -> list[str]:
+def predictions(trace_dir: Path, machine: Machine) -> dict[tuple[str, str], float]:
+    """{(durations, policy): predicted speedup on 2 cores}; instructions at the program's rate."""
+    dag = load_dag(trace_dir)
+    timed = measured_dag(dag, trace_dir)
+    ns = in_nanoseconds(machine)
+    rate = replace(machine, instructions_per_second=dag.t1 / timed.t1 * 1e9)
+    out = {}
+    for kind, graph, m in (("instructions", dag, rate), ("measured", timed, ns)):
+        for policy in POLICIES:
+            out[kind, policy] = study(graph, [2], policy, m).rows()[0]["speedup"]
+    return out
+
+
+def compare(name: str, tmp: Path, repeat: int, timing_runs: int, machine: Machine) -> list[str]:
     args = SIZES[name]
     traced_exe = build(EXAMPLES / name / f"{name}.c", tmp / name, shlex.split(toolchain.cflags()),
                        shlex.split(toolchain.libs()))
     omp_exe = build(EXAMPLES / f"{name}_omp" / f"{name}_omp.c", tmp / f"{name}_omp", ["-fopenmp"], [])
-    load_before = os.getloadavg()[0]
-    one, two = measured(omp_exe, args, repeat)
-    real = one / two
+    directory = tmp / f"{name}.tareador"
     with output_discarded():
-        trace([str(traced_exe), *args], tmp / f"{name}.tareador", progress=False)
-    rows = [f"| {name} {' '.join(args)} | measured (OpenMP, best of {repeat}: {one * 1e3:.1f} ms on 1 thread, "
-            f"{two * 1e3:.1f} ms on 2) | {real:.2f} | | {load_before:.1f} |"]
-    for policy in POLICIES:
-        s = predicted(tmp / f"{name}.tareador", policy)
-        rows.append(f"| | predicted, --policy {policy} | {s:.2f} | {100 * (s - real) / real:+.1f} % | |")
-    s = pragma_prediction(tmp / f"{name}.tareador")
-    rows.append(f"| | predicted for the generated pragmas (OpenMP's dependences), bf | {s:.2f} | "
-                f"{100 * (s - real) / real:+.1f} % | |")
+        trace([str(traced_exe), *args], directory, progress=False)
+    subprocess.run([sys.executable, "-m", "tareador", "time", str(directory), "--repeat", str(timing_runs)],
+                   check=True, stdout=subprocess.DEVNULL)
+    loads = [os.getloadavg()[0]]
+    one, two = measured(omp_exe, args, repeat)
+    loads.append(os.getloadavg()[0])
+    real = one / two
+    predicted = predictions(directory, machine)
+    rows = []
+    for kind in ("instructions", "measured"):
+        cells = [f"{predicted[kind, p]:.2f} ({100 * (predicted[kind, p] - real) / real:+.1f} %)" for p in POLICIES]
+        first = (f"| {name} {' '.join(args)} | {real:.2f} ({one * 1e3:.1f} / {two * 1e3:.1f} ms) | "
+                 f"{loads[0]:.1f}, {loads[1]:.1f}" if kind == "instructions" else "| | |")
+        rows.append(f"{first} | {kind} | {' | '.join(cells)} |")
     return rows
 
 
@@ -95,13 +118,18 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--example", choices=[*SIZES, "all"], default="all")
     p.add_argument("--repeat", type=int, default=15, help="runs of each thread count; the fastest counts")
+    p.add_argument("--timing-runs", type=int, default=5, help="tareador time --repeat (the median counts)")
     args = p.parse_args()
     names = list(SIZES) if args.example == "all" else [args.example]
-    print("| program | speedup on 2 cores | value | vs measured | load average |")
-    print("|---|---|---|---|---|")
+    creation, start = runtime_costs(repeat=3)["depend"]
+    machine = Machine(creation_cost=creation, start_cost=start)
+    print(f"libgomp's costs (benchmarks/runtime_costs.py): creation {creation * 1e6:.3f} us, start "
+          f"{start * 1e6:.3f} us per task; OMP_WAIT_POLICY=passive; best of {args.repeat} runs per thread count\n")
+    print("| program | measured speedup (1 / 2 threads) | load before, after | durations | cp | fifo | bf |")
+    print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            print("\n".join(compare(name, Path(tmp), args.repeat)), flush=True)
+            print("\n".join(compare(name, Path(tmp), args.repeat, args.timing_runs, machine)), flush=True)
     return 0
 
 

@@ -50,5 +50,14 @@ class MachineError(TareadorError):
     """A machine file that cannot be used; the message names the file and the problem."""
 
 
+class TimingError(TareadorError):
+    """A timing run (tareador time) that cannot be used: the program failed, or made other tasks
+    than the trace."""
+
+
+class DurationsError(TareadorError):
+    """No usable measured durations (durations.csv): the message says what to run."""
+
+
 class PatternsError(TareadorError):
     """A bad chunk count."""

@@ -49,6 +49,23 @@ def fork_join(width: int = 4, work: int = 10) -> TaskTrace:
     return make(rows, [(i, width + 1) for i in range(1, width + 1)])
 
 
+def program(*body: tuple) -> TaskTrace:
+    """The trace of main creating tasks in order: body items are (name, instructions, reads) with
+    reads the body indices of earlier tasks whose output it reads; main's fragment before each
+    creation and after the last is 0 instructions, as tasks.csv cuts them. Row ids: main's
+    fragments are even, task k is row 2k + 1."""
+    rows, raw = [], []
+    for k, (name, work, reads) in enumerate(body):
+        rows += [("main", -1, 0), (name, 2 * k, work)]
+        raw += [(2 * r + 1, 2 * k + 1) for r in reads]
+    return make(rows + [("main", -1, 0)], raw)
+
+
+def chain_and_side(k: int) -> TaskTrace:
+    """Per iteration a task chain (2) reading the previous chain, then an independent side (1)."""
+    return program(*[item for i in range(k) for item in (("chain", 2, [2 * (i - 1)] if i else []), ("side", 1, []))])
+
+
 TWO_RANKS = ["1:0:0:1.0\n2:0:0:1:1048576:1:0:0\n1:0:0:0.5\n", "1:1:0:0.0\n3:1:0:0:1048576:1:0:0\n1:1:0:1.0\n"]
 THREE_THREADS = ["1:0:0:1.0\n2:0:0:0:1:1:8002:0:2\n2:0:0:0:2:1:8002:0:2\n1:0:0:1.0\n",
                  "1:0:1:0.0\n3:0:1:0:0:1:8002:0:0\n1:0:1:1.0\n", "1:0:2:0.0\n3:0:2:0:0:1:8002:0:0\n1:0:2:1.0\n"]

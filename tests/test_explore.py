@@ -240,18 +240,20 @@ int main(void) { left(); middle(); right(); return !(l[0] == m[0] && m[0] == r[0
 def test_ties_go_to_fewer_instances(compile_c, tmp_path):
     """Step 0 is left, middle, right (3 instances); breaking right makes step a task type
     everywhere: left, middle and their 16 calls of step, with right's 8 calls (its own code
-    now main's): 26 instances, and a hair faster (right's calls no longer wait for the
-    fragment of main that created right). Within the default 1 % that is a tie, which goes to
-    the 3 instances; with no tolerance the faster step wins."""
+    now main's): 26 instances, and a hair faster on unbounded cores, where the time is T-inf
+    (right's calls no longer wait for the fragment of main that created right). Within the
+    default 1 % that is a tie, which goes to the 3 instances; with no tolerance the faster step
+    wins. (On 4 cores, where main and left and middle each keep their core while creating
+    (help-first), the 26 instances are a hair slower instead: 320196 against 320191 instructions.)"""
     _, finest = record(compile_c, tmp_path, "ties", TIES)
-    result = explore(finest, 4, Machine())
+    result = explore(finest, None, Machine())
     first, second = result.steps[:2]
     assert (first.tasks, first.instances) == (("left", "middle", "right"), 3)
     assert (second.tasks, second.instances) == (("left", "middle", "step"), 26)
     assert first.speedup < second.speedup < first.speedup * 1.01
     assert (result.best.index, result.best.instances) == (0, 3)
     assert result.best.dropped == ()
-    assert explore(finest, 4, Machine(), tolerance=0).best.index == 1
+    assert explore(finest, None, Machine(), tolerance=0).best.index == 1
 
 
 # Timers and descriptors' set-up that happen to be functions, around the three of THREE.

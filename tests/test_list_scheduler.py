@@ -14,7 +14,7 @@ from tareador.taskgraph.dag import dag_from_trace, load_dag
 from tareador.taskgraph.metrics import schedule_edges
 from tareador.taskgraph.model import Dependency, Fragment, TaskTrace
 from tareador.taskgraph.store import save
-from tests.helpers import fork_join, make
+from tests.helpers import chain_and_side, fork_join, make, program
 
 
 def makespans(trace: TaskTrace, cores, policy="cp", overhead=0) -> list[int]:
@@ -194,3 +194,69 @@ def test_ids_need_not_be_row_numbers():
                                       x.start, x.end, x.instructions) for x in t.fragments],
                         [Dependency(d.src + 100, d.dst + 100, d.kind, d.object, d.bytes) for d in t.deps], t.objects)
     assert makespans(shifted, [1, 2, None]) == makespans(t, [1, 2, None]) == [40, 20, 10]
+
+
+def test_help_first_creator_keeps_its_core_and_bf_puts_the_chain_behind_the_sides():
+    """The issue's creator pattern, K = 32, 2 cores. Help-first: main creates all 64 tasks at time 0
+    on core 0; core 1 takes chain 0 [0, 2], core 0 then sides 0, 1 [0, 2]. At 2 chain 1 becomes
+    ready: bf queues it behind sides 2..31, which both cores run in 15 units; then the 31 chains
+    one after the other: 2 + 15 + 62 = 79, speedup 96 / 79 = 1.22 (libgomp measured 1.19-1.33).
+    cp and fifo run chain 1 first (longest path; created before side 2): the chain is never
+    delayed and the sides fill the other core: 2K = 64, speedup 1.5."""
+    t = chain_and_side(32)
+    assert t.t1 == 96
+    assert [makespans(t, [2], p)[0] for p in ("bf", "fifo", "cp")] == [79, 64, 64]
+    bf = simulate(dag_from_trace(t), 2, "bf")
+    chains = [4 * i + 1 for i in range(32)]
+    assert [bf.start[c] for c in chains[:3]] == [0, 17, 19] and bf.finish[chains[-1]] == 79
+    assert set(bf.core[[0, 2, 4, 126, 128]].tolist()) == {0}  # main never left core 0
+
+
+def test_work_first_runs_the_child_and_queues_the_creator():
+    """chain/side with K = 2 on 2 cores, bf, work-first. t=0: main's fragment 0 ends, chain 0 runs
+    on its core 0 [0, 2]; main's fragment 2 (queued, before every task) takes core 1 and creates
+    side 0, which runs there [0, 1]. t=1: main's fragment 4 on core 1 creates chain 1, which
+    waits for chain 0: main goes on (fragment 6) and creates side 1, which runs [1, 2]. t=2:
+    chain 1 [2, 4] and main's last fragment. Makespan 4, the chain's own length."""
+    t = chain_and_side(2)
+    s = simulate(dag_from_trace(t), 2, "bf", creation="work-first")
+    assert s.start.tolist() == [0, 0, 0, 0, 1, 2, 1, 1, 2]
+    assert s.core.tolist() == [0, 0, 1, 1, 1, 1, 1, 1, 0]
+    assert s.makespan == 4
+    help_first = simulate(dag_from_trace(t), 2, "bf")
+    assert help_first.start.tolist() == [0, 0, 0, 0, 0, 2, 0, 1, 0] and help_first.makespan == 4
+
+
+def test_a_continuation_that_waited_for_data_goes_before_queued_tasks():
+    """main creates P and ends; P creates A (3), B (5) and C (5), one fragment (1) before each,
+    then reads A in its last fragment (1). 2 cores, bf, help-first. Rows: 0 main, 1 P, 2 A, 3 P,
+    4 B, 5 P, 6 C, 7 P, 8 main.
+    t=0: main on core 0 runs both its fragments; P's first fragment takes core 1 [0, 1].
+    t=1: A is queued and P goes on on core 1 [1, 2]; core 0 takes A [1, 4]. t=2: B queued, P on
+    [2, 3]. t=3: C queued; P's last fragment waits for A: core 1 takes B [3, 8]. t=4: A ends, P's
+    last fragment is ready and goes before C, which was queued first: P [4, 5] on core 0, then C
+    [5, 10]. (Queued behind C, as a task would be under bf, it would start at 8.)"""
+    tasks = [Fragment(0, "main", 0, -1, 0, 0, 0), Fragment(1, "P", 1, 0, 0, 0, 1),
+             Fragment(2, "A", 2, 1, 0, 0, 3), Fragment(3, "P", 1, 0, 0, 0, 1),
+             Fragment(4, "B", 4, 3, 0, 0, 5), Fragment(5, "P", 1, 0, 0, 0, 1),
+             Fragment(6, "C", 6, 5, 0, 0, 5), Fragment(7, "P", 1, 0, 0, 0, 1),
+             Fragment(8, "main", 0, -1, 0, 0, 0)]
+    s = simulate(dag_from_trace(TaskTrace(tasks, [Dependency(2, 7, "RAW", "x", 8)], [])), 2, "bf")
+    assert s.start.tolist() == [0, 0, 1, 1, 3, 2, 5, 4, 0]
+    assert s.core.tolist() == [0, 1, 0, 1, 1, 1, 0, 0, 0]
+    assert s.makespan == 10
+
+
+def test_runtime_costs_fall_where_they_occur():
+    """main creates 4 tasks of 10, 2 cores, fifo; creating a task costs its creator 2, starting
+    one costs the core that runs it 1. main's fragments take 2 each on core 0 [0, 8]; task 0
+    [2, 13] on core 1; task 1 [8, 19] on core 0 once main is done; task 2 [13, 24]; task 3
+    [19, 30]. T1 stays 40 (no runtime in the sequential run)."""
+    t = program(*[("w", 10, [])] * 4)
+    machine = Machine(instructions_per_second=1e9, creation_cost=2e-9, start_cost=1e-9)
+    result = study(dag_from_trace(t), [2, 1], "fifo", machine)
+    first, one = result.schedules
+    assert first.start.tolist() == [0, 2, 2, 8, 4, 13, 6, 19, 8] and first.makespan == 30
+    assert one.makespan == 40 + 4 * 2 + 4 * 1
+    assert result.rows()[0]["speedup"] == pytest.approx(40 / 30)
+    assert (result.overhead, result.creation_cost) == (1, 2)

@@ -12,11 +12,15 @@ import sys
 from collections import defaultdict
 
 import networkx as nx
+import numpy as np
 import pytest
 
 from tareador.formats.dimemas import read_dim
 from tareador.simulation.dimemas_engine import replay
 from tareador.simulation.machine import Machine
+from tareador.taskgraph.durations import measured_calls, measured_trace
+from tareador.taskgraph.model import Fragment, MpiCall
+from tareador.taskgraph.store import load_trace, read_table, write_table
 from tareador.tracing.mpi_launch import MPICH, MPIS, OPEN_MPI
 from tests.helpers import RUN_FILES, mpi_records
 
@@ -181,3 +185,34 @@ def test_postprocess_under_mpiexec_gives_the_serial_files(runs, tmp_path):
         assert warned == (mpi is MPICH), r.stderr
         for name in RUN_FILES + ("patterns.csv",):
             assert (copy / name).read_bytes() == (serial / name).read_bytes(), (mpi.name, name)
+
+
+@pytest.mark.parametrize("mpi", MPIS.values(), ids=MPIS.keys())
+def test_an_mpi_run_timed_per_rank_replays_to_its_measured_longest_path(runs, mpi, tmp_path):
+    """tareador time of a run: every rank timed under its MPI's launcher, rank-N/durations.csv, and
+    ompss-measured.dim, which replays to the longest path of the run's graph on the measured clock
+    (the rank directories with their fragments and calls moved onto it, taskgraph/durations.py)."""
+    run = tmp_path / "run"
+    shutil.copytree(runs(mpi, "wavefront"), run)
+    r = tareador("time", run, "--repeat", "1", timeout=300)
+    assert r.returncode == 0, r.stderr
+    measured = tmp_path / "measured"  # the rank directories with the measured clock, for longest_path
+    shutil.copytree(run, measured)
+    for rank in range(2):
+        d = run / f"rank-{rank}"
+        trace = load_trace(d)
+        rows = [line.split(",") for line in (d / "durations.csv").read_text().splitlines()[1:]]
+        assert [int(x[0]) for x in rows] == [t.id for t in trace.fragments]
+        ns = np.array([int(x[1]) for x in rows])
+        assert json.loads((d / "timing.json").read_text())["rank"] == rank
+        write_table(measured / f"rank-{rank}" / "tasks.csv", Fragment, measured_trace(trace, ns).fragments)
+        calls = read_table(d / "mpi.csv", MpiCall)
+        write_table(measured / f"rank-{rank}" / "mpi.csv", MpiCall, measured_calls(trace, ns, calls))
+    bound = longest_path(measured, 2)
+    ompss = read_dim(run / "ompss-measured.dim")
+    assert round(replay(ompss, Machine(nodes=2, cores_per_node=max(ompss.threads))).makespan * 1e9) == bound
+    r = tareador("simulate", run, "--cores", "inf", "--durations", "measured", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["results"][0]["time"] == pytest.approx(bound * 1e-9, abs=1e-12)
+    r = tareador("simulate", runs(mpi, "wavefront"), "--durations", "measured")
+    assert r.returncode == 2 and "has no ompss-measured.dim or authentic-measured.dim: run 'tareador time" in r.stderr

@@ -6,8 +6,9 @@ import pytest
 
 from tareador.errors import DimError, MachineError
 from tareador.formats.dimemas import read_dim
+from tareador.simulation.dimemas_config import parse_cfg
 from tareador.simulation.dimemas_engine import replay
-from tareador.simulation.machine import BUNDLED, Machine, load_machine, parse_cfg, parse_toml
+from tareador.simulation.machine import BUNDLED, Machine, load_machine, parse_toml
 from tareador.synthesis.ompss import write_dim_traces
 from tareador.taskgraph.dag import dag_from_trace
 from tests.helpers import THREE_THREADS, TWO_RANKS, cfg, dim, fork_join

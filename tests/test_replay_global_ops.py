@@ -13,8 +13,9 @@ import pytest
 from tareador.errors import DimError, MachineError
 from tareador.formats.dimemas import GLOBAL_OPS, read_dim, write_dim
 from tareador.formats.paraver import GROUP_COMMUNICATION, RUNNING, STARTUP_LATENCY
+from tareador.simulation.dimemas_config import parse_cfg
 from tareador.simulation.dimemas_engine import replay
-from tareador.simulation.machine import Machine, parse_cfg
+from tareador.simulation.machine import Machine
 
 MIB = 1 << 20
 ALLREDUCE, BCAST, GATHER, REDUCE = (GLOBAL_OPS.index(n) for n in ("MPI_Allreduce", "MPI_Bcast", "MPI_Gather",
@@ -187,10 +188,11 @@ def test_bad_communicator_definition(tmp_path):
 
 def test_what_replay_does_not_model_is_refused(tmp_path):
     blocks = ["1:0:0:0.0\n" + glop(0, 0, 1, 0, 0, 0), "1:1:0:0.0\n" + glop(1, 0, 1, 0, 0, 0)]
-    cfg = ('#DIMEMAS_CONFIGURATION\n"environment information" {"", 0, "", 2, 100.0, 0, 1};;\n'
+    cfg = ('#DIMEMAS_CONFIGURATION\n"environment information" {"", 0, "", 2, 100.0, 1, 1};;\n'
            '"multi node information" {0, 2, "", 1, 1.0, 0.0, 0.0, 0, 0, 0, 0.0, 0, 0, 0.0};;\n'
-           '"configuration files" {"", "", "collectives.cfg", ""};;\n')
-    with pytest.raises(MachineError, match="collective models of collectives.cfg are not modelled"):
+           '"configuration files" {"", "", "comm.txt", ""};;\n')
+    (tmp_path / "comm.txt").write_text("Machine policy: 0 RR\nQuantum size (bytes): 8\n")
+    with pytest.raises(MachineError, match="global operations on limited buses that messages share"):
         run(tmp_path, blocks, parse_cfg(cfg, tmp_path / "m.cfg"))
     with pytest.raises(MachineError, match="collective_model must be 1"):
-        parse_cfg(cfg.replace("0, 1};;", "0, 4};;", 1), tmp_path / "m.cfg")
+        parse_cfg(cfg.replace("100.0, 1, 1};;", "100.0, 1, 4};;"), tmp_path / "m.cfg")

@@ -8,7 +8,7 @@ import pytest
 
 from tareador.simulation.machine import BUNDLED
 from tareador.taskgraph.store import save
-from tests.helpers import THREE_THREADS, fork_join, make
+from tests.helpers import THREE_THREADS, chain_and_side, fork_join, make, program
 
 
 @pytest.fixture
@@ -142,3 +142,69 @@ def test_machine_file_sets_the_sweep_and_the_policy(tareador, trace_dir, tmp_pat
     machine.write_text("")  # names no policy: simulate's own default, not the replay's FIFO
     status, out, _ = tareador("simulate", trace_dir, "--machine", machine, "--cores", "2")
     assert "policy cp" in out
+
+
+def write_durations(directory, ns: list[int]) -> None:
+    """durations.csv as tareador time writes it: the median of each fragment, in tasks.csv order."""
+    rows = "".join(f"{i},{n},{n},{n}\n" for i, n in enumerate(ns))
+    (directory / "durations.csv").write_text("id,ns,min_ns,max_ns\n" + rows)
+
+
+def test_runtime_from_the_machine_file_and_the_command_line(tareador, tmp_path):
+    """main creates 4 tasks of 10 instructions (1 ns each): 2 cores, fifo. With the machine's costs
+    (creating 2 ns, starting 1 ns: test_list_scheduler derives the schedule) 30 ns; the command line
+    sets them to 0: 20 ns; work-first on chain/side K = 2 under bf: 4 ns (derived there too)."""
+    d = save(program(*[("w", 10, [])] * 4), tmp_path / "w.tareador")
+    machine = tmp_path / "m.toml"
+    machine.write_text('[runtime]\ncreation = "help-first"\ncreation_cost = 2e-9\nstart_cost = 1e-9\n')
+    status, out, _ = tareador("simulate", d, "--cores", "2", "--policy", "fifo", "--machine", machine, "--json")
+    doc = json.loads(out)
+    assert status == 0 and doc["results"][0]["time"] == pytest.approx(30e-9)
+    assert (doc["overhead"], doc["creation_cost"], doc["creation"]) == (1, 2, "help-first")
+    status, out, _ = tareador("simulate", d, "--cores", "2", "--policy", "fifo", "--machine", machine, "--json",
+                              "--creation-cost", "0", "--start-cost", "0")
+    assert json.loads(out)["results"][0]["time"] == pytest.approx(20e-9)
+    status, out, _ = tareador("simulate", d, "--cores", "2", "--machine", machine)
+    assert "help-first creation, per task 1 instructions to start and 2 instructions to create" in out
+    chain = save(chain_and_side(2), tmp_path / "c.tareador")
+    for creation, time in (("work-first", 4e-9), ("help-first", 4e-9)):
+        status, out, _ = tareador("simulate", chain, "--cores", "2", "--policy", "bf", "--creation", creation, "--json")
+        assert json.loads(out)["results"][0]["time"] == pytest.approx(time)
+    status, out, _ = tareador("simulate", save(chain_and_side(32), tmp_path / "k"), "--cores", "2", "--policy", "bf",
+                              "--json")
+    assert json.loads(out)["results"][0]["speedup"] == pytest.approx(96 / 79)
+
+
+def test_bad_runtime_options_are_one_line(tareador, trace_dir, tmp_path):
+    machine = tmp_path / "m.toml"
+    machine.write_text('[runtime]\ncreation = "depth-first"\n')
+    status, _, err = tareador("simulate", trace_dir, "--machine", machine)
+    assert status == 2 and "creation 'depth-first' is not one of help-first, work-first" in err
+    assert len(err.strip().splitlines()) == 1
+    status, _, err = tareador("simulate", trace_dir, "--start-cost", "-1")
+    assert status == 2 and "--start-cost must be seconds >= 0" in err
+    status, _, err = tareador("simulate", trace_dir, "--creation-cost", "nan")
+    assert status == 2 and "--creation-cost must be seconds >= 0" in err
+
+
+def test_measured_durations_replace_instructions(tareador, tmp_path):
+    """Instructions say a (300) is the heavy type and b (100) the light one; measured, a takes 100
+    ns and b 300 ns. main creates a, then b: 2 cores, one each; 1 core: the sum. whatif on 1 core
+    ranks b first when measured (making it infinitely fast saves 300 of 400 ns), a with
+    instructions."""
+    d = save(program(("a", 300, []), ("b", 100, [])), tmp_path / "ab.tareador")
+    status, _, err = tareador("simulate", d, "--durations", "measured")
+    assert status == 2 and f"{d} has no measured durations (durations.csv): run 'tareador time {d}' first" in err
+    write_durations(d, [0, 100, 0, 300, 0])
+    status, out, _ = tareador("simulate", d, "--cores", "1,2", "--durations", "measured", "--json")
+    doc = json.loads(out)
+    assert status == 0 and doc["durations"] == "ns" and doc["t1"] == pytest.approx(400e-9)
+    assert [r["time"] for r in doc["results"]] == pytest.approx([400e-9, 300e-9])
+    status, out, _ = tareador("simulate", d, "--cores", "2", "--durations", "measured")
+    assert "measured durations (ns)" in out
+    for durations, first in (("measured", "b"), ("instructions", "a")):
+        status, out, _ = tareador("whatif", d, "--cores", "1", "--factors", "inf", "--durations", durations, "--json")
+        assert [r["type"] for r in json.loads(out)["results"]][0] == first
+    write_durations(d, [0, 100, 0, 300])
+    status, _, err = tareador("simulate", d, "--durations", "measured")
+    assert status == 2 and "does not list the fragments of tasks.csv" in err

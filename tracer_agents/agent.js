@@ -17,9 +17,6 @@ const MARKER_NAMES = ['', 'tareador_ON', 'tareador_OFF', 'tareador_start_task', 
 const STACK_SPAN = 8 * 1024 * 1024;
 const PR_SET_PDEATHSIG = 1, SIGKILL = 9;
 const ADDR_NO_RANDOMIZE = 0x0040000;
-/* Libraries installed here (libc, libstdc++, libm, MPI, ...) are not the program: the blocks they
- * allocate are named by the program's call and stay latent until the program's code touches them. */
-const SYSTEM_DIRECTORIES = ['/lib/', '/lib64/', '/usr/lib/', '/usr/lib64/'];
 /* The ring of the program's calls into libraries (CALLS_OFFSET as in allocations.c): a cursor,
  * then 16 entries of {return address, stack slot}, aligned to their size so that the stubs wrap
  * the cursor with an 8-bit add. */
@@ -50,27 +47,10 @@ function fn(module, name, ret, args) {
   return new NativeFunction(module.getExportByName(name), ret, args, { exceptions: 'propagate' });
 }
 
-function rangesBuffer(ranges) {
-  const buf = Memory.alloc(16 * (ranges.length + 1));
-  ranges.forEach((r, i) => {
-    buf.add(16 * i).writeU64(uint64(r.base.toString()));
-    buf.add(16 * i + 8).writeU64(uint64(r.base.add(r.size).toString()));
-  });
-  return buf;
-}
-
 function mainThreadStack() {
   const line = File.readAllText('/proc/self/maps').split('\n').find(l => l.endsWith('[stack]'));
   const high = ptr('0x' + line.split(' ')[0].split('-')[1]);
   return { low: high.sub(STACK_SPAN), high };
-}
-
-function codeRanges(modules) {
-  const ranges = [];
-  for (const m of modules)
-    for (const r of m.enumerateRanges('--x'))
-      if (r.base.compare(m.base) >= 0 && r.base.compare(m.base.add(m.size)) < 0) ranges.push(r);
-  return ranges;
 }
 
 function findMarker(name) {
@@ -125,37 +105,14 @@ function hookAllocator(cm) {
   }
 }
 
-/* Where the program's calls of a shared library's function land: the address its imports were
- * bound to (an indirect function's chosen variant, an interposed definition), and the export.
- * imports: the executable's, by name. */
-function libraryEntries(f, imports) {
-  const found = new Set(imports.get(f.name) || []);
-  const exported = Module.findGlobalExportByName(f.name);
-  if (exported !== null) found.add(exported.toString());
-  if (found.size === 0) throw new Error(`${f.name} (of ${f.library}) is not in the program's loaded libraries`);
-  return [...found].map(a => ptr(a));
-}
-
 /* The functions whose calls are tasks (--task-function): {count, then (entry, name) pairs sorted
- * by entry} for transform.c, given as offsets from the executable's base (the driver reads them
- * from its symbol table) or, for a library's function, found in the loaded libraries; and the
- * return stub their calls come back through (shadow.c). The stub runs under Stalker after the
- * callout set tr_return_to: it puts that address where its return address was and returns
- * there, keeping every register and the flags. */
+ * by entry} for transform.c (modules.js functionEntries); and the return stub their calls come
+ * back through (shadow.c). The stub runs under Stalker after the callout set tr_return_to: it
+ * puts that address where its return address was and returns there, keeping every register and
+ * the flags. */
 function taskFunctions(requested, lib) {
-  const base = Process.mainModule.base;
-  const entries = [];
-  const names = [];
-  const imports = new Map();
-  if ((requested || []).some(f => f.library))
-    for (const imp of Process.mainModule.enumerateImports())
-      if (imp.address) imports.set(imp.name, (imports.get(imp.name) || []).concat([imp.address.toString()]));
-  for (const f of requested || []) {
-    const name = Memory.allocUtf8String(f.name);
-    names.push(name);
-    const addresses = f.library ? libraryEntries(f, imports) : f.offsets.map(offset => base.add(offset));
-    for (const address of addresses) entries.push({ address, name });
-  }
+  const names = new Map((requested || []).map(f => [f.name, Memory.allocUtf8String(f.name)]));
+  const entries = functionEntries(requested).map(e => ({ address: e.address, name: names.get(e.f.name) }));
   entries.sort((a, b) => a.address.compare(b.address));
   const table = Memory.alloc(8 * (1 + 2 * entries.length));
   table.writeU64(entries.length);
@@ -214,9 +171,7 @@ function loadNative(options) {
 
   const ignored = new Set([lib.name, 'ld-linux-x86-64.so.2', 'linux-vdso.so.1'].concat(options.ignoredModules));
   const analysed = Process.enumerateModules().filter(m => !ignored.has(m.name) && !m.name.startsWith('libtareador'));
-  const system = new Set(options.systemModules);
-  const program = analysed.filter(m => m.path === Process.mainModule.path ||
-    !(system.has(m.name) || m.name.startsWith('libc.so') || SYSTEM_DIRECTORIES.some(d => m.path.startsWith(d))));
+  const program = userModules(analysed, options.systemModules);
   const own = new Set(options.ownLibraries);
   registerGlobals(shadow, program.filter(m => m.path === Process.mainModule.path || own.has(m.path)));
   const functionRanges = setFunctions(shadow, program);

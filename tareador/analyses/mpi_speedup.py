@@ -55,9 +55,19 @@ class MpiStudy:
                 "authentic": self.authentic.makespan, "results": self.rows()}
 
 
-def ranks_per_node(machine: Machine) -> int:
-    """The machine's mapping of ranks to nodes (Dimemas' N TASKS_PER_NODE; FILL_NODES: its cores)."""
-    return machine.tasks_per_node or machine.cores_per_node
+def ranks_per_node(machine: Machine, ranks: int | None = None) -> int:
+    """The ranks on each node that holds any: Dimemas' N TASKS_PER_NODE, a node's cores for
+    FILL_NODES, or what an explicit or interleaved mapping of ``ranks`` ranks (default: all it
+    maps) puts on each; c cores per rank needs that to be the same on every such node."""
+    if not (machine.mapping or machine.interleaved):
+        return machine.tasks_per_node or machine.cores_per_node
+    counts = np.bincount(machine.node_of_tasks(ranks or len(machine.mapping) or machine.nodes))
+    counts = counts[counts > 0]
+    if (counts != counts[0]).any():
+        raise MachineError(f"the machine's mapping puts {counts.min()} ranks on some nodes and {counts.max()} on "
+                           "others; simulate gives each node c cores per rank of its, which needs as many ranks on "
+                           "every node: use --ranks-per-node, or tareador replay for this mapping")
+    return int(counts[0])
 
 
 def mpi_study(ompss: DimTrace, authentic: DimTrace, cores: list[int | None], machine: Machine, policy: str,
@@ -65,11 +75,11 @@ def mpi_study(ompss: DimTrace, authentic: DimTrace, cores: list[int | None], mac
     """Replay ompss.dim with each count of cores per rank and authentic.dim with one; MachineError
     when the machine has too few nodes for the ranks."""
     ranks = len(ompss.threads)
-    per_node = ranks_per_node(machine)
+    per_node = ranks_per_node(machine, ranks)
     if math.ceil(ranks / per_node) > machine.nodes:
         raise MachineError(f"{ranks} ranks at {per_node} per node need {math.ceil(ranks / per_node)} nodes; the "
                            f"machine has {machine.nodes} (raise nodes or tasks_per_node in the machine file)")
-    nodes = np.arange(ranks) // per_node
+    nodes = np.array(machine.node_of_tasks(ranks))
     busiest = int(np.bincount(nodes, weights=ompss.threads).max())
 
     def on(cores_per_node: int) -> Machine:

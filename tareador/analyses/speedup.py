@@ -20,8 +20,11 @@ class Study:
     t1: float  # seconds of the sequential run
     tinf: float  # critical path without runtime overhead
     schedules: list[Schedule]
-    rate: float  # instructions per second
-    overhead: int
+    rate: float  # units (instructions, or ns when measured) per second
+    overhead: int  # units each task instance's first fragment pays (task overhead and start cost)
+    creation_cost: int = 0  # units a fragment pays per task it creates
+    creation: str = "help-first"
+    unit: str = "instructions"  # what the durations count: instructions, or ns (measured)
 
     @property
     def parallelism(self) -> float:
@@ -44,20 +47,30 @@ class Study:
 
     def as_json(self) -> dict:
         return {"t1": self.t1, "tinf": self.tinf, "parallelism": self.parallelism, "overhead": self.overhead,
+                "creation_cost": self.creation_cost, "creation": self.creation, "durations": self.unit,
                 "instructions_per_second": self.rate, "results": self.rows()}
 
 
 def study(dag: Dag, cores: list[int | None], policy: str, machine: Machine, overhead: int | None = None,
-          progress=None, adjacency=None) -> Study:
+          progress=None, adjacency=None, unit: str = "instructions") -> Study:
     """Simulate every core count (None = unbounded); adjacency and priorities are computed once,
-    adjacency once for every study of one graph when given."""
-    overhead = machine.task_overhead if overhead is None else overhead
+    adjacency once for every study of one graph when given. The machine's runtime (creation
+    model, costs of creating and starting a task) applies; ``overhead`` (units per task, default
+    the machine's task_overhead) adds to its start cost."""
+    costs = runtime_costs(machine, overhead)
     adjacency = adjacency or successors(dag)
     levels = bottom_levels(dag, dag.weight, adjacency)
-    cp_levels = levels if overhead == 0 else bottom_levels(dag, durations(dag, overhead), adjacency)
-    schedules = [simulate(dag, c, policy, overhead, progress, adjacency, cp_levels) for c in cores]
+    cp_levels = levels if costs == (0, 0) else bottom_levels(dag, durations(dag, *costs), adjacency)
+    schedules = [simulate(dag, c, policy, costs[0], progress, adjacency, cp_levels, machine.creation, costs[1])
+                 for c in cores]
     return Study(t1=dag.t1 / machine.rate, tinf=max(levels, default=0) / machine.rate, schedules=schedules,
-                 rate=machine.rate, overhead=overhead)
+                 rate=machine.rate, overhead=costs[0], creation_cost=costs[1], creation=machine.creation, unit=unit)
+
+
+def runtime_costs(machine: Machine, overhead: int | None = None) -> tuple[int, int]:
+    """(units each task pays on the core that starts it, units its creator pays to create it)."""
+    per_task = machine.task_overhead if overhead is None else overhead
+    return (per_task + machine.seconds_to_units(machine.start_cost), machine.seconds_to_units(machine.creation_cost))
 
 
 def utilisation(schedule: Schedule) -> np.ndarray:

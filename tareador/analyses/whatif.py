@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tareador.analyses.speedup import study
+from tareador.analyses.speedup import runtime_costs, study
 from tareador.simulation.machine import Machine
 from tareador.taskgraph.dag import Dag, bottom_levels, critical_path, successors
 from tareador.taskgraph.model import PROGRAM
@@ -44,7 +44,10 @@ class WhatIf:
     accelerated: dict[tuple[str, float], list[int]]  # makespan per core count, by (type, factor)
     rate: float
     policy: str
-    overhead: int
+    overhead: int  # units each task pays to start (task overhead and the machine's start cost)
+    creation_cost: int = 0  # units a fragment pays per task it creates
+    creation: str = "help-first"
+    unit: str = "instructions"  # or ns: measured durations
 
     def time(self, name: str, factor: float, cores: int | None) -> int:
         return self.accelerated[name, factor][self.cores.index(cores)]
@@ -77,7 +80,8 @@ class WhatIf:
     def as_json(self) -> dict:
         """Times in seconds; an infinite factor, core count or ratio is "inf" (JSON has no infinity)."""
         return {"t1": self.t1 / self.rate, "tinf": self.tinf / self.rate, "policy": self.policy,
-                "overhead": self.overhead, "instructions_per_second": self.rate,
+                "overhead": self.overhead, "creation_cost": self.creation_cost, "creation": self.creation,
+                "durations": self.unit, "instructions_per_second": self.rate,
                 "factors": [label(k) for k in self.factors],
                 "types": [{"type": t.name, "instances": t.instances, "instructions": t.work,
                            "work_share": self.work_share(t), "critical_path_instructions": t.critical,
@@ -116,14 +120,14 @@ def accelerate(weight: np.ndarray, which: np.ndarray, factor: float) -> np.ndarr
 
 def whatif(dag: Dag, factors: list[float], cores: list[int | None], policy: str = "cp",
            machine: Machine = Machine(), overhead: int | None = None, types: list[str] | None = None,
-           progress=None) -> WhatIf:
+           progress=None, unit: str = "instructions") -> WhatIf:
     """Simulate the run on every core count with each task type (all of them, or ``types``)
     accelerated by each factor in turn. The runtime overhead of a task is not the task's code,
     so it is not accelerated. ValueError for an unknown type or a factor that is not > 0."""
     bad = [k for k in factors if not k > 0]
     if bad:
         raise ValueError(f"acceleration factors must be numbers > 0, not {bad[0]}")
-    overhead = machine.task_overhead if overhead is None else overhead
+    start, creation_cost = runtime_costs(machine, overhead)
     names = np.array(type_names(dag), dtype=object)
     known = sorted(set(names.tolist()))
     unknown = [t for t in types or [] if t not in known]
@@ -150,4 +154,5 @@ def whatif(dag: Dag, factors: list[float], cores: list[int | None], policy: str 
                   path=path, baseline=makespans(dag.weight),
                   accelerated={(t.name, k): makespans(accelerate(dag.weight, names == t.name, k))
                                for t in table for k in factors},
-                  rate=machine.rate, policy=policy, overhead=overhead)
+                  rate=machine.rate, policy=policy, overhead=start, creation_cost=creation_cost,
+                  creation=machine.creation, unit=unit)

@@ -98,6 +98,7 @@ def _record(args, argv: list[str]) -> Path:
 def run(args) -> int:
     from tareador.analyses.explore import explore
     from tareador.render.plots import plot_explore
+    from tareador.taskgraph.durations import trace_in_nanoseconds
     from tareador.taskgraph.store import load_trace
 
     target = args.target
@@ -118,6 +119,9 @@ def run(args) -> int:
     tolerance = tolerance_fraction(args.tolerance)
     machine, _, policy = machine_options(args)
     cores = _cores(args, machine)
+    if argv is not None and args.durations == "measured":
+        raise UserError("--durations measured needs the recording timed first: record it (tareador explore -- ./prog "
+                        "args), time it (tareador time DIR), then search it (tareador explore DIR --durations measured)")
     if argv is not None:
         directory = out = _record(args, argv)
     else:
@@ -129,8 +133,10 @@ def run(args) -> int:
             raise UserError(f"no candidate function was called inside the analysed region ({len(candidates)} "
                             "candidates); check tareador_ON/OFF or --candidates")
         raise UserError(f"{directory} has no task instances to explore: record one with tareador explore -- ./prog")
+    if args.durations == "measured":
+        finest = trace_in_nanoseconds(finest, directory)
     try:
-        result = explore(finest, cores, machine, policy, weights, args.overhead, tolerance=tolerance)
+        result = explore(finest, cores, machine, policy, weights, tolerance=tolerance)
     except ValueError as e:
         raise UserError(f"{directory}: {e}") from None
     out.mkdir(parents=True, exist_ok=True)
@@ -142,6 +148,8 @@ def run(args) -> int:
     recorded = "explore_candidates" in finest.summary
     print(format_exploration(result, shlex.join(command) if recorded else None,
                              finest.summary.get("explore_libraries")))
+    if args.durations == "measured":
+        print("T1 and T-inf in nanoseconds: the measured durations (tareador time)")
     print(f"written to {out}/: {' '.join(p.name for p in written)}")
     return 0
 

@@ -20,7 +20,7 @@ from tareador.errors import TareadorError
 from tareador.stopping import Stopped, stop_signals
 
 SUBCOMMANDS = ["config", "trace", "mpirun", "postprocess", "patterns", "overlap", "graph", "simulate", "whatif",
-               "explore", "hints", "replay"]
+               "explore", "hints", "replay", "time", "models"]
 
 
 def build_parser() -> argparse.ArgumentParser:

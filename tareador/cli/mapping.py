@@ -1,7 +1,8 @@
 """``--ranks-per-node N``: how a command maps MPI ranks (Dimemas tasks) onto the machine's nodes.
 
 Shared by the commands that replay a Dimemas trace on a machine file; it overrides the file's
-``tasks_per_node`` (TOML) or predefined mapping (.cfg), as Dimemas' ``--process-per-node`` does.
+``tasks_per_node`` or ``mapping`` (TOML) or its mapping record (.cfg), as Dimemas' command line
+overrides the first mapping of its configuration.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from tareador.simulation.machine import MAX_COUNT, Machine
 def add_ranks_per_node(parser) -> None:
     parser.add_argument("--ranks-per-node", metavar="N",
                         help="ranks (Dimemas tasks) per node, filling node 0 first; overrides the machine "
-                             "file's tasks_per_node / predefined mapping")
+                             "file's mapping (tasks_per_node, mapping, a .cfg's mapping record)")
 
 
 def with_ranks_per_node(machine: Machine, text: str | None) -> Machine:
@@ -25,4 +26,4 @@ def with_ranks_per_node(machine: Machine, text: str | None) -> Machine:
         return machine
     if not text.strip().isdigit() or not 0 < int(text) <= MAX_COUNT:
         raise UserError(f"--ranks-per-node: {text!r} is not a number of ranks; give a positive integer, e.g. 4")
-    return replace(machine, tasks_per_node=int(text))
+    return replace(machine, tasks_per_node=int(text), mapping=(), interleaved=False)

@@ -49,28 +49,60 @@ def run(args) -> int:
 
 def postprocess(directory: str | Path, ending: str | None = None, collectives: str = "dimemas", starmap=None):
     """The run's files, then its Dimemas traces, authentic.dim and ompss.dim, with collectives
-    written as ``collectives`` (synthesis/mpi_authentic.py); returns the MpiRun. ``starmap`` runs the
-    per-rank work (tareador.workers.rank_pool; default: a process pool)."""
+    written as ``collectives`` (synthesis/mpi_authentic.py), and when every rank was timed (tareador
+    time) the same on the measured clock, authentic-measured.dim and ompss-measured.dim; returns
+    the MpiRun. ``starmap`` runs the per-rank work (tareador.workers.rank_pool; default: a process
+    pool)."""
     if starmap is None:
         from tareador.workers import rank_pool
 
         with rank_pool() as starmap:
             return postprocess(directory, ending, collectives, starmap)
     from tareador.cli.patterns import write_run_patterns
-    from tareador.formats.paraver import task_type_values
-    from tareador.synthesis.mpi_authentic import by_rank, call_records, communicators, write_mpi_authentic
-    from tareador.synthesis.mpi_ompss import rank_threads, write_mpi_ompss
     from tareador.taskgraph.mpi import build_run
 
     d = Path(directory)
     result = build_run(d, ending, starmap)
     write_run_patterns(d, result.messages, starmap=starmap)
-    records = by_rank(call_records(result.calls_by_rank, result.matching, collectives), len(result.ranks))
-    write_mpi_authentic(d / "authentic.dim", result.ranks, result.calls_by_rank, result.matching,
-                        collectives=collectives, records=records)
-    names = [t.name for trace in result.ranks for t in trace.fragments]
-    values = task_type_values(names)
-    blocks = starmap(rank_threads, [(r, trace, calls, records[r], values)
-                                    for r, (trace, calls) in enumerate(zip(result.ranks, result.calls_by_rank))])
-    write_mpi_ompss(d / "ompss.dim", names, blocks, communicators(result.matching, collectives))
+    write_run_traces(d, result, collectives, starmap)
+    if all((d / f"rank-{r}" / "durations.csv").exists() for r in range(len(result.ranks))):
+        write_run_traces(d, result, collectives, starmap, measured=True)
     return result
+
+
+def write_run_traces(d: Path, run, collectives: str, starmap, measured: bool = False) -> list[Path]:
+    """authentic.dim and ompss.dim of an MpiRun; ``measured``: authentic-measured.dim and
+    ompss-measured.dim, every rank's fragments and calls on its measured clock (DurationsError
+    when a rank has no usable durations.csv)."""
+    from tareador.formats.paraver import task_type_values
+    from tareador.synthesis.mpi_authentic import by_rank, call_records, communicators, write_mpi_authentic
+    from tareador.synthesis.mpi_ompss import rank_threads, write_mpi_ompss
+
+    ranks, calls = run.ranks, run.calls_by_rank
+    if measured:
+        ranks, calls = measured_ranks(d, ranks, calls)
+    suffix = "-measured" if measured else ""
+    records = by_rank(call_records(calls, run.matching, collectives), len(ranks))
+    written = write_mpi_authentic(d / f"authentic{suffix}.dim", ranks, calls, run.matching, collectives=collectives,
+                                  records=records)
+    names = [t.name for trace in ranks for t in trace.fragments]
+    values = task_type_values(names)
+    blocks = starmap(rank_threads, [(r, trace, rank_calls, records[r], values)
+                                    for r, (trace, rank_calls) in enumerate(zip(ranks, calls))])
+    return written + write_mpi_ompss(d / f"ompss{suffix}.dim", names, blocks, communicators(run.matching, collectives))
+
+
+def measured_ranks(d: Path, ranks: list, calls: list) -> tuple[list, list]:
+    """Every rank's trace and calls on its measured clock (taskgraph/durations.py)."""
+    import numpy as np
+
+    from tareador.taskgraph.durations import aligned, load_durations, measured_calls, measured_trace
+
+    out_ranks, out_calls = [], []
+    for r, (trace, rank_calls) in enumerate(zip(ranks, calls)):
+        where = d / f"rank-{r}"
+        ids = np.fromiter((t.id for t in trace.fragments), np.int64, len(trace.fragments))
+        ns = aligned(load_durations(where), ids, where)
+        out_ranks.append(measured_trace(trace, ns))
+        out_calls.append(measured_calls(trace, ns, rank_calls))
+    return out_ranks, out_calls

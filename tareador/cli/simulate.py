@@ -9,6 +9,8 @@ from pathlib import Path
 
 from tareador.cli.mapping import add_ranks_per_node
 from tareador.errors import UserError
+from tareador.simulation.machine import CREATION_MODELS
+from tareador.taskgraph.durations import KINDS as DURATION_KINDS
 
 
 def register(subparsers) -> None:
@@ -50,22 +52,63 @@ def add_machine_options(p, cores_help: str = CORES_HELP) -> None:
                    help="ready tasks run longest-remaining-path first (cp), in creation order (fifo) or in the "
                         "order they became ready (bf, what OpenMP runtimes do); default: the machine file's "
                         "policy if it is cp or fifo, else cp")
+    p.add_argument("--creation", choices=CREATION_MODELS,
+                   help="what a thread does once it created a task: goes on, the task queued (help-first, what "
+                        "OpenMP runtimes do), or runs the task, its own continuation queued (work-first, Cilk, "
+                        "TBB); default: the machine file's, else help-first")
+    p.add_argument("--creation-cost", type=float, metavar="SECONDS",
+                   help="seconds the creating core spends per task it creates (default: the machine's, else 0)")
+    p.add_argument("--start-cost", type=float, metavar="SECONDS",
+                   help="seconds the core that runs a task spends starting and ending it (default: the machine's, "
+                        "else 0)")
     p.add_argument("--overhead", type=int, metavar="INSTR",
-                   help="runtime cost of each task instance in instructions (default: the machine's)")
+                   help="runtime cost of each task instance in instructions, on top of the start cost (default: "
+                        "the machine's task_overhead)")
+    p.add_argument("--durations", choices=DURATION_KINDS, default="instructions",
+                   help="what a fragment's time is: its traced instructions at the machine's instructions per "
+                        "second (default), or its measured nanoseconds (run 'tareador time DIR' first)")
     p.add_argument("--machine", metavar="FILE", help="machine TOML or Dimemas .cfg (instructions per second, "
-                   "relative speed, task overhead)")
+                   "relative speed, task overhead, the runtime's costs)")
 
 
 def machine_options(args):
-    """(machine, core counts, policy) of ``add_machine_options``' arguments; UserError if unusable."""
-    from tareador.simulation.machine import MAX_COUNT
+    """(machine, core counts, policy) of ``add_machine_options``' arguments, the command line's
+    runtime options folded into the machine (in nanoseconds for measured durations); UserError
+    if unusable."""
+    import math
+    from dataclasses import replace
+
+    from tareador.simulation.machine import MAX_COUNT, in_nanoseconds
 
     if args.overhead is not None and not 0 <= args.overhead <= MAX_COUNT:
         raise UserError(f"--overhead must be >= 0 and at most {MAX_COUNT} instructions")
     machine = load_machine_arg(args.machine)
+    if machine.modules:
+        raise UserError(f"{args.machine}: its modules (task types made faster) are for replaying Dimemas traces "
+                        "(tareador replay, simulate of an MPI run); on one trace 'tareador whatif DIR' tells what a "
+                        "faster task type gives")
+    changes = {"task_overhead": args.overhead, "creation": args.creation, "creation_cost": args.creation_cost,
+               "start_cost": args.start_cost}
+    for name in ("creation_cost", "start_cost"):
+        value = changes[name]
+        if value is not None and not (math.isfinite(value) and 0 <= value < 1):
+            raise UserError(f"--{name.replace('_', '-')} must be seconds >= 0 (and below 1), e.g. 2e-7, not {value:g}")
+    machine = replace(machine, **{k: v for k, v in changes.items() if v is not None})
+    if args.durations == "measured":
+        machine = in_nanoseconds(machine)
     cores = core_list(args.cores) if args.cores is not None else default_cores(machine, args.machine is not None)
     policy = args.policy or (machine.policy if machine.policy in ("cp", "fifo") else "cp")
     return machine, cores, policy
+
+
+def task_graph(directory, durations: str):
+    """The trace's task graph, its weights the measured nanoseconds when asked (DurationsError
+    when there are none)."""
+    from tareador.taskgraph.dag import load_dag
+    from tareador.taskgraph.durations import measured_dag
+
+    dag = load_dag(directory)
+    return measured_dag(dag, directory) if durations == "measured" else dag
 
 
 def core_list(text: str) -> list[int | None]:
@@ -105,15 +148,18 @@ def progress_bar(total: int, what: str):
 
 
 def load_machine_arg(path: str | None):
+    """The machine of ``--machine`` (a default one without), its warnings printed."""
     from tareador.simulation.machine import Machine, load_machine
 
-    return load_machine(path) if path else Machine()
+    machine = load_machine(path) if path else Machine()
+    for warning in machine.warnings:
+        print(f"tareador: warning: {warning}", file=sys.stderr)
+    return machine
 
 
 def run(args) -> int:
     from tareador.analyses.speedup import study
     from tareador.cli import simulate_mpi
-    from tareador.taskgraph.dag import load_dag
     from tareador.taskgraph.store import is_run
 
     if is_run(Path(args.trace_dir)):
@@ -123,13 +169,13 @@ def run(args) -> int:
 
     machine, cores, policy = machine_options(args)
     try:
-        dag = load_dag(args.trace_dir)
+        dag = task_graph(args.trace_dir, args.durations)
         if not dag.n:
             raise UserError(f"{args.trace_dir} has no task instances to simulate")
         out = Path(args.output or args.trace_dir)
         out.mkdir(parents=True, exist_ok=True)
         tick = progress_bar(dag.n * len(cores), "simulating")
-        result = study(dag, cores, policy, machine, args.overhead, tick)
+        result = study(dag, cores, policy, machine, None, tick, unit=unit_of(args.durations))
     except ValueError as e:
         raise UserError(f"{args.trace_dir}: {e}") from None
     written = _write_outputs(args, out, dag, result, machine)
@@ -144,6 +190,18 @@ def run(args) -> int:
     return 0
 
 
+def unit_of(durations: str) -> str:
+    """What the simulation counts: instructions, or the measured nanoseconds."""
+    return "ns" if durations == "measured" else "instructions"
+
+
+def runtime_line(policy: str, creation: str, start: int, create: int, unit: str, rate: float) -> str:
+    """The scheduling and the runtime's costs a result was simulated with, in one line."""
+    durations = "measured durations (ns)" if unit == "ns" else f"{rate:.4g} instructions per second"
+    return (f"policy {policy}, {creation} creation, per task {start} {unit} to start and {create} {unit} to "
+            f"create; {durations}")
+
+
 def format_study(result, policy: str) -> str:
     from tareador.render.summary import LABEL
     from tareador.render.summary import format_seconds as seconds
@@ -151,8 +209,7 @@ def format_study(result, policy: str) -> str:
     lines = [f"{'T1 (sequential)':<{LABEL}}{seconds(result.t1)}",
              f"{'T-inf (crit.path)':<{LABEL}}{seconds(result.tinf)}",
              f"{'parallelism':<{LABEL}}{result.parallelism:.2f}",
-             f"policy {policy}, runtime overhead {result.overhead} instructions per task, "
-             f"{result.rate:.4g} instructions per second",
+             runtime_line(policy, result.creation, result.overhead, result.creation_cost, result.unit, result.rate),
              f"{'cores':>6} {'time':>12} {'speedup':>8} {'efficiency':>10}  utilisation per core"]
     for row in result.rows():
         eff = "" if row["efficiency"] is None else f"{row['efficiency']:.3f}"
@@ -203,7 +260,8 @@ def _write_outputs(args, out: Path, dag, result, machine) -> dict[str, list[Path
     if args.csv:
         wrote("CSV", *_write_csv(out, result))
     if args.dim:
-        wrote("Dimemas", *write_dim_traces(dag, out, machine.instructions_per_second, result.overhead))
+        wrote("Dimemas", *write_dim_traces(dag, out, machine.instructions_per_second, result.overhead,
+                                           result.creation_cost))
     return written
 
 

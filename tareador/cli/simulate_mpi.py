@@ -4,6 +4,7 @@ per rank, the run's ompss.dim replayed on the machine's network (analyses/mpi_sp
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,26 +21,33 @@ def run(args) -> int:
 
     d = Path(args.trace_dir)
     for option, given in (("--overhead", args.overhead is not None), ("--chrome", args.chrome), ("--dim", args.dim),
-                          ("--policy bf", args.policy == "bf")):
+                          ("--policy bf", args.policy == "bf"), ("--creation", args.creation is not None),
+                          ("--creation-cost", args.creation_cost is not None),
+                          ("--start-cost", args.start_cost is not None)):
         if given:
             raise UserError(f"{option} does not apply to an MPI run ({d} replays its ompss.dim with the Dimemas "
                             "model); leave it out, or give one rank's directory (DIR/rank-N)")
-    missing = [name for name in ("ompss.dim", "authentic.dim") if not (d / name).is_file()]
+    measured = args.durations == "measured"
+    ompss_dim, authentic_dim = (f"{name}-measured.dim" if measured else f"{name}.dim" for name in ("ompss", "authentic"))
+    missing = [name for name in (ompss_dim, authentic_dim) if not (d / name).is_file()]
     if missing:
-        raise UserError(f"{d} has no {' or '.join(missing)}: run 'tareador postprocess {d}' first")
+        remedy = f"tareador time {d}" if measured else f"tareador postprocess {d}"
+        raise UserError(f"{d} has no {' or '.join(missing)}: run '{remedy}' first")
     load_run(d)  # the ranks' files against the run's: a rank traced again since makes them stale
     machine = with_ranks_per_node(load_machine_arg(args.machine), args.ranks_per_node)
     policy = args.policy or machine.policy or "cp"
     cores = core_list(args.cores) if args.cores is not None else default_cores_per_rank(machine, args.machine)
     out = Path(args.output or d)
     out.mkdir(parents=True, exist_ok=True)
-    ompss, authentic = read_dim(d / "ompss.dim"), read_dim(d / "authentic.dim")
+    ompss, authentic = read_dim(d / ompss_dim), read_dim(d / authentic_dim)
     if ompss.threads and len(ompss.threads) != len(authentic.threads):
-        raise UserError(f"{d}: ompss.dim has {len(ompss.threads)} ranks, authentic.dim {len(authentic.threads)}: "
-                        f"run 'tareador postprocess {d}' again")
+        raise UserError(f"{d}: {ompss_dim} has {len(ompss.threads)} ranks, {authentic_dim} "
+                        f"{len(authentic.threads)}: run 'tareador postprocess {d}' again")
     if args.machine is None:  # the ideal network, one rank per node unless --ranks-per-node says
         machine = replace(machine, nodes=-(-len(ompss.threads) // (machine.tasks_per_node or 1)))
     study = mpi_study(ompss, authentic, cores, machine, policy, record=args.prv)
+    if args.machine is not None:
+        warn_more_cpus(args.machine, machine.cores_per_node, study.ranks_per_node)
     written = []
     if args.prv:
         written += [p for c in study.configurations
@@ -53,10 +61,20 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(study.as_json()))
         return 0
-    print(format_mpi_study(study))
+    print(format_mpi_study(study, ompss_dim))
     if written:
         print(f"written to {out}/: {' '.join(p.name for p in written)}")
     return 0
+
+
+def warn_more_cpus(machine_file: str, cpus: int, per_node: int) -> None:
+    """simulate gives every rank its own cores: with more ranks on a node than the machine file
+    gives it CPUs, even the authentic reference runs on CPUs the machine does not have."""
+    if per_node > cpus:
+        print(f"tareador: warning: {machine_file} has {cpus} CPU{'s' if cpus > 1 else ''} per node, and {per_node} "
+              f"ranks on each: simulate gives every rank its own cores, so each node gets {per_node} CPUs for the "
+              f"authentic run and c x {per_node} for c cores per rank ('tareador replay' shares a node's CPUs "
+              "between its ranks instead)", file=sys.stderr)
 
 
 def default_cores_per_rank(machine, given: str | None) -> list[int | None]:
@@ -69,13 +87,13 @@ def default_cores_per_rank(machine, given: str | None) -> list[int | None]:
     return sorted({1 << k for k in range(most.bit_length())} | {most}) + [None]
 
 
-def format_mpi_study(study) -> str:
+def format_mpi_study(study, trace: str = "ompss.dim") -> str:
     from tareador.render.summary import LABEL
     from tareador.render.summary import format_seconds as seconds
 
     lines = [f"{'ranks':<{LABEL}}{study.ranks}, {study.ranks_per_node} per node",
              f"{'authentic MPI run':<{LABEL}}{seconds(study.authentic.makespan)} (1 core per rank)",
-             f"MPI/OmpSs (ompss.dim) on the machine's network, policy {study.policy}",
+             f"MPI/OmpSs ({trace}) on the machine's network, policy {study.policy}",
              f"{'cores/rank':>10} {'time':>12} {'speedup':>8} {'efficiency':>10}"]
     for row in study.rows():
         eff = "" if row["efficiency"] is None else f"{row['efficiency']:.3f}"

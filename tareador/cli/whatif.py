@@ -7,7 +7,8 @@ import json
 import math
 from pathlib import Path
 
-from tareador.cli.simulate import add_machine_options, machine_options, progress_bar
+from tareador.cli.simulate import (add_machine_options, machine_options, progress_bar, runtime_line, task_graph,
+                                   unit_of)
 from tareador.errors import UserError
 
 
@@ -49,17 +50,16 @@ def factor_list(text: str) -> list[float]:
 
 def run(args) -> int:
     from tareador.analyses.whatif import label, type_names, whatif
-    from tareador.taskgraph.dag import load_dag
 
     factors = factor_list(args.factors)
     machine, cores, policy = machine_options(args)
     try:
-        dag = load_dag(args.trace_dir)
+        dag = task_graph(args.trace_dir, args.durations)
         if not dag.n:
             raise UserError(f"{args.trace_dir} has no task instances to simulate")
         studied = len(set(args.types or type_names(dag)))
         tick = progress_bar(dag.n * len(cores) * (1 + len(factors) * studied), "simulating")
-        result = whatif(dag, factors, cores, policy, machine, args.overhead, args.types, tick)
+        result = whatif(dag, factors, cores, policy, machine, None, args.types, tick, unit_of(args.durations))
     except ValueError as e:
         raise UserError(f"{args.trace_dir}: {e}") from None
     out = Path(args.output or args.trace_dir)
@@ -89,8 +89,8 @@ def format_whatif(result) -> str:
 
     lines = [f"{'T1 (sequential)':<{LABEL}}{seconds(result.t1 / result.rate)}",
              f"{'T-inf (crit.path)':<{LABEL}}{seconds(result.tinf / result.rate)}",
-             f"policy {result.policy}, runtime overhead {result.overhead} instructions per task, "
-             f"{result.rate:.4g} instructions per second",
+             runtime_line(result.policy, result.creation, result.overhead, result.creation_cost, result.unit,
+                          result.rate),
              "benefit: overall speedup over the unaccelerated run on the same cores; "
              "speedup: over T1, the unaccelerated sequential run"]
     width = max([len(printable(t.name)) for t in result.types] + [9])

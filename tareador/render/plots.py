@@ -1,5 +1,5 @@
 """PNG plots of simulated runs: speedup curve, parallelism profile, Gantt chart by core, what-if bars,
-network sweep.
+network sweep; and the performance models of task types.
 
 Figures are built with matplotlib's object API on the Agg canvas, so nothing depends on a
 display or on pyplot's global state.
@@ -13,8 +13,10 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator, ScalarFormatter
 
 from tareador.analyses.explore import Exploration
+from tareador.analyses.models import Models
 from tareador.analyses.mpi_speedup import MpiStudy
 from tareador.analyses.network_sweep import Sweep
 from tareador.analyses.speedup import Study, parallelism_profile
@@ -226,3 +228,55 @@ def plot_overlap(study, title: str, path: str | Path) -> Path:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     return _save(fig, path)
+
+
+MODEL_PANELS = 12  # task types drawn, the largest first: more make panels too small to read
+
+
+def plot_models(result: Models, path: str | Path) -> Path:
+    """Duration against bytes accessed, a panel per task type (log-log): the instances, the
+    type's model, the outliers in red. Measured nanoseconds when there are, else instructions."""
+    unit = "ns" if result.instructions_per_ns else "instructions"
+    shown = [m for m in result.types if m.unit == unit][:MODEL_PANELS]
+    columns = min(3, max(len(shown), 1))
+    rows = max(-(-len(shown) // columns), 1)
+    fig = Figure(figsize=(4.2 * columns, 3.2 * rows))
+    for k, m in enumerate(shown):
+        ax = fig.add_subplot(rows, columns, k + 1)
+        usual = np.ones(len(m.duration), bool)
+        usual[m.outliers] = False
+        ax.scatter(m.bytes[usual], m.duration[usual], s=12, color="tab:blue", label="instances")
+        if len(m.outliers):
+            ax.scatter(m.bytes[m.outliers], m.duration[m.outliers], s=24, color="tab:red", marker="x",
+                       label=f"outliers ({len(m.outliers)})")
+        low, high = max(int(m.bytes.min()), 1), max(int(m.bytes.max()), 1)
+        n = np.geomspace(low, max(high, low + 1), 100)
+        ax.plot(n, m.fit(n), color="black", lw=1, label=model_formula(m))
+        _wide_axis(ax.xaxis, ax.set_xscale, low, high)
+        positive = m.duration[m.duration > 0]
+        if len(positive):
+            _wide_axis(ax.yaxis, ax.set_yscale, int(positive.min()), int(positive.max()))
+        ax.set_title(_text(m.name), fontsize=10)
+        ax.set_xlabel("bytes accessed")
+        ax.set_ylabel(unit)
+        ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def _wide_axis(axis, set_scale, low: int, high: int) -> None:
+    """Log scale over a decade or more; else linear, with few plain labels (log ticks over a
+    narrow range overlap)."""
+    if high >= 10 * low:
+        set_scale("log")
+    else:
+        axis.set_major_locator(MaxNLocator(4))
+        axis.set_major_formatter(ScalarFormatter(useOffset=False))
+
+
+def model_formula(m) -> str:
+    """a * n^b + c as text, or the constant of a type whose duration does not depend on its size
+    (the median when its instances all touch the same bytes)."""
+    f = m.fit
+    if f.constant:
+        return f"{f.c:.4g} ({'one size: the median' if m.bytes.min() == m.bytes.max() else 'constant'})"
+    return f"{f.a:.4g} * n^{f.b:.2f}" + (f" + {f.c:.4g}" if f.c else "")

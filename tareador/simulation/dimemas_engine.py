@@ -8,7 +8,10 @@ What the model does (read in the source of Dimemas 5.5.0 and checked against its
 - a send, a receive and a wait cost the thread ``latency`` on its CPU first (an irecv does not),
   then the transfer takes size / bandwidth, after taking the sender's out link, the receiver's
   in link and a bus where those are limited (engine_network.c: half-duplex links, links lent
-  between transfers);
+  between transfers; under Dimemas' RR and BOOST communication policies a message never waits
+  for a bus and shares its bandwidth instead);
+- a CPU burst takes its time divided by the relative speed, and first by the factor of the
+  module (an event) it runs in, if the machine defines one (simulation/modules.py);
 - rendezvous sends (sync bit 0, and every message between two threads of one task) start their
   transfer only once a receive waits for them; an immediate send lets the sender go on meanwhile;
 - latency and bandwidth are the intra-node ones when both tasks share a node, else inter-node;
@@ -71,6 +74,7 @@ from tareador.formats.paraver import (
 from tareador.native import build, compiler
 from tareador.simulation.global_ops import plan_global_ops
 from tareador.simulation.machine import MB, Machine
+from tareador.simulation.modules import burst_ns
 from tareador.taskgraph.dag import sorted_unique
 
 A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT, A_GLOBAL = range(7)  # enum action in engine_loop.c
@@ -221,7 +225,8 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
     kind = np.select([op[record] == BURST, op[record] == SEND, (op[record] == RECV) & (mode[record] == 0),
                       (op[record] == RECV) & (mode[record] == 1), op[record] == RECV, op[record] == GLOBAL_OP],
                      [A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_GLOBAL], A_EVENT)
-    value = np.where(kind == A_BURST, trace.secs[record] * NS / machine.relative_speed, msg[record].astype(float))
+    value = msg[record].astype(float)
+    value[kind == A_BURST] = burst_ns(trace, machine.modules, record[kind == A_BURST]) / machine.relative_speed
     value[kind == A_EVENT] = _run_priorities(trace, machine, events, run_start)
     thread_start = np.searchsorted(g[record], np.arange(len(trace.thread_start)))
 
@@ -246,6 +251,7 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
     network = _network(machine, ntasks, node_of_task, src_task, dest_task, same_node)
     if network is not None:  # between threads of one task: no link, and no bus for a dependency
         network["bus"][dependency] = -1
+        network |= {"ns_per_byte": ns_per_byte, "size": size.astype(np.float64)}
     node = node_of_task[task_of].astype(np.int32)
     busiest = int(np.bincount(node).max(initial=1))  # threads of the node with most
     return _Plan(kind=kind.astype(np.int8), value=value, record=record, thread_start=thread_start, node=node,
@@ -385,11 +391,12 @@ _RECORDED = (("reach", np.float64), ("lsend", np.float64), ("psend", np.float64)
 _GLOBAL_ARRAYS = (("gop_op", np.int32), ("gop_root", np.bool_), ("gop_time", np.float64), ("op_size", np.int32),
                   ("gop_startup", np.float64))
 _NETWORK_ARRAYS = (("src", np.int32), ("dst", np.int32), ("bus", np.int32), ("flags", np.uint8),
-                   ("out_cap", np.int64), ("in_cap", np.int64), ("bus_cap", np.int64), ("hd", np.uint8))
+                   ("out_cap", np.int64), ("in_cap", np.int64), ("bus_cap", np.int64), ("hd", np.uint8),
+                   ("ns_per_byte", np.float64), ("size", np.float64))
 
 
 class _NetworkPlan(ctypes.Structure):
-    _fields_ = [("nports", ctypes.c_int64), ("nbuses", ctypes.c_int64)] + [
+    _fields_ = [("nports", ctypes.c_int64), ("nbuses", ctypes.c_int64), ("shared", ctypes.c_int64)] + [
         (name, ctypes.c_void_p) for name, _ in _NETWORK_ARRAYS]
 
 
@@ -424,7 +431,8 @@ def _plan_struct(p: _Plan, machine: Machine, arrays: dict, record: bool) -> _Pla
                    group_communication=GROUP_COMMUNICATION)
     pointers = {name: None if a is None else a.ctypes.data for name, a in arrays.items()}
     net = {name[4:]: pointers.pop(name) for name in list(pointers) if name.startswith("net_")}
-    sizes = {} if p.network is None else {"nports": len(p.network["out_cap"]), "nbuses": len(p.network["bus_cap"])}
+    sizes = {} if p.network is None else {"nports": len(p.network["out_cap"]), "nbuses": len(p.network["bus_cap"]),
+                                          "shared": int(machine.bus_policy == "rr")}
     return _PlanStruct(**scalars, quantum=machine.quantum * NS, context_switch=machine.context_switch * NS,
                        **pointers, net=_NetworkPlan(**sizes, **net))
 

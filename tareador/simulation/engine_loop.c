@@ -426,7 +426,8 @@ static void transfer(struct loop *L, int64_t m)
         p->psend[m] = L->now;
     if (L->net)
         push_event(L, L->now + p->transfer[m], p->nthreads + 2 * m);
-    push_event(L, L->now + p->transfer[m], p->nthreads + 2 * m + 1);
+    double t = L->net ? network_time(L->net, m, p->transfer[m]) : p->transfer[m];
+    push_event(L, L->now + t, p->nthreads + 2 * m + 1);
 }
 
 static void begin_global(struct loop *L, int64_t o);
@@ -519,12 +520,13 @@ static void do_send(struct loop *L, int32_t t, int64_t i, int64_t m)
     const struct plan *p = &L->p;
     if (p->record && !L->paid[t]) {
         p->sthread[m] = t;
-        p->scpu[m] = L->cpu_of[t] + 1;
         p->lsend[m] = L->now;
     }
     reached(L, t, i);
     if (pay_latency(L, t, m))
         return;
+    if (p->record) /* where it paid the latency, as Dimemas writes it (the thread may have changed CPUs) */
+        p->scpu[m] = L->cpu_of[t] + 1;
     L->sent[m] = 1;
     int64_t key = p->key[m];
     if (p->rendezvous[m] && !(L->posted[m] && p->by_irecv[m]) && L->receivers[key].head < 0) {

@@ -16,7 +16,9 @@
  *     half-duplex port first retries the first message waiting for the other direction, then
  *     the first waiting for the same direction; a freed bus retries its first waiter;
  *   - a global operation takes every bus of the network, those free and, waiting in the bus
- *     queue, those freed later, until it holds them all (communic.c global_op_get_all_buses).
+ *     queue, those freed later, until it holds them all (communic.c global_op_get_all_buses);
+ *   - under Dimemas' RR and BOOST communication policies (shared) a transfer takes a bus
+ *     without waiting, however many are in use, and moves the slower (network_time).
  *
  * Queues and the list of out links held per node (in the order they were taken, which decides
  * whose link is borrowed) are lists linked through per-message arrays: a message waits in at
@@ -205,13 +207,23 @@ int network_acquire(struct network *net, int64_t m)
     int32_t b = p->bus[m];
     if (b < 0 || net->held[m] & HOLD_BUS)
         return 1;
-    if (net->bus_used[b] >= p->bus_cap[b]) {
+    if (net->bus_used[b] >= p->bus_cap[b] && !p->shared) {
         wait_for(net, &net->bus_wait[b], m, 0);
         return 0;
     }
     net->bus_used[b]++;
     net->held[m] |= HOLD_BUS;
     return 1;
+}
+
+double network_time(const struct network *net, int64_t m, double full)
+{
+    const struct network_plan *p = &net->p;
+    int32_t b = p->bus[m];
+    if (!p->shared || b < 0 || net->bus_used[b] <= p->bus_cap[b])
+        return full;
+    double ratio = (double)p->bus_cap[b] / (double)net->bus_used[b];
+    return p->ns_per_byte[m] / ratio * p->size[m];
 }
 
 static void retry_first(struct network *net, struct list *l, void (*retry)(void *, int64_t), void *ctx)

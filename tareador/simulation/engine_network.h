@@ -14,12 +14,15 @@ enum { NET_DEST_FIRST = 1, NET_STEALS = 2 }; /* flags per message, as in dimemas
  * links, of out_cap == in_cap, between both directions. */
 struct network_plan {
     int64_t nports, nbuses;
+    int64_t shared;              /* Dimemas' RR/BOOST communication policy: buses never make a message wait,
+                                    they share their bandwidth (network_time) */
     const int32_t *src, *dst;    /* per message: the port whose out link / in link it takes, -1 = none */
     const int32_t *bus;          /* per message: its bus pool, -1 = none */
     const uint8_t *flags;        /* per message: NET_DEST_FIRST (in link before out link),
                                     NET_STEALS (links between nodes: Dimemas lends them) */
     const int64_t *out_cap, *in_cap, *bus_cap;
     const uint8_t *hd;           /* per port */
+    const double *ns_per_byte, *size; /* per message, for network_time */
 };
 
 struct network;
@@ -31,6 +34,11 @@ void network_free(struct network *net);
 /* Take what message m's transfer still lacks; 1 when it holds everything, 0 when it queued for
  * a link or bus (network_release of another message will retry it). */
 int network_acquire(struct network *net, int64_t m);
+
+/* How long m's transfer takes once acquired: full (the links and bus are held that long), or
+ * with shared buses, more messages than buses under way: its bytes at bandwidth x buses /
+ * messages (communic.c recompute_*_bandwidth), the ratio fixed when it starts. */
+double network_time(const struct network *net, int64_t m, double full);
 
 /* m's transfer is over: free what it holds; each freed link or bus retries the first message
  * waiting for it, through retry(ctx, waiting message), at once and in Dimemas' order; a global

@@ -16,13 +16,16 @@ for the record, model/communic.c new_global_op and input/new_configuration.c for
   root moved last.
 - The root is the member whose record says so (the last such to arrive), else the last member
   to arrive; only the root's bytes count: FAN_IN moves its bytes sent, FAN_OUT its bytes received.
-- T, without a collective-model file (the third name of the .cfg's "configuration files"), for a
-  machine of one Dimemas machine (our .cfg files: one "environment information" record): the
-  model of every operation is the last field of "environment information" (1 CONSTANT,
-  2 LINEAR, 3 LOGARITHMIC), MPI_Reduce is always CONSTANT, and sizes are the current ones. With
-  fan(L, B, n) = (L + bytes x ns_per_byte(B)) x factor(n), factor 1 (CONSTANT), n - 1 (LINEAR),
-  the number of stages of a binary tree ceil(log2 n) (LOGARITHMIC; with b limited buses, the
-  sum over stages of ceil(pairs / b)):
+- T, for a machine of one Dimemas machine (our .cfg files: one "environment information"
+  record): each fan has a model, by default the last field of "environment information"
+  (1 CONSTANT, 2 LINEAR, 3 LOGARITHMIC; MPI_Reduce always CONSTANT), and a size, by default the
+  current one (fan-in the root's bytes sent, fan-out its bytes received); the communications
+  file (the third name of the .cfg's "configuration files", simulation/dimemas_config.py) may set
+  both per operation: the models 0 (no time), CTE, LIN, LOG and the sizes MIN, MAX, MEAN (their
+  sum halved, in whole bytes), 2MAX and S+R (their sum) of the root's bytes sent and received
+  (communic.c calcula_fan). With fan(L, B, n) = (L + bytes x ns_per_byte(B)) x factor(n), factor 1
+  (CONSTANT), n - 1 (LINEAR), the number of stages of a binary tree ceil(log2 n) (LOGARITHMIC;
+  with b limited buses, the sum over stages of ceil(pairs / b)), 0 (model 0):
       T = fan_in(intra) + fan_out(intra) + fan_in(inter) + fan_out(inter)
   where intra uses the intra-node latency and bandwidth with n = the communicator's tasks on its
   node that has most of them (unlimited buses), and inter, only when the machine has more than
@@ -38,7 +41,8 @@ for the record, model/communic.c new_global_op and input/new_configuration.c for
 
 Not modelled, refused with one line: the non-blocking (sync 0, 2) and root-synchronised
 (sync 3, which prv2dim writes for MPI_Reduce: the members send to the root point to point)
-forms, a collective-model file, and global operations on communicator 0.
+forms, global operations on communicator 0, and global operations on limited buses shared
+by Dimemas' RR or BOOST communication policy (there an operation takes buses messages hold).
 """
 
 from __future__ import annotations
@@ -50,7 +54,8 @@ from tareador.formats.dimemas import GLOP_REDUCE, GLOP_SYNC, DimTrace
 from tareador.simulation.machine import MB, Machine
 
 NS = 1e9
-CONSTANT, LINEAR, LOGARITHMIC = 1, 2, 3  # .cfg "environment information" field 7
+NONE, CONSTANT, LINEAR, LOGARITHMIC = 0, 1, 2, 3  # fan models; .cfg "environment information" field 7 gives 1..3
+CURRENT, MIN, MAX, MEAN, TWICE_MAX, SUM = range(6)  # fan sizes (Dimemas' GOP_SIZE_*)
 
 
 def plan_global_ops(trace: DimTrace, machine: Machine, node_of_task: np.ndarray, records: np.ndarray):
@@ -105,10 +110,9 @@ def _check_supported(trace: DimTrace, machine: Machine, records: np.ndarray) -> 
     if len(pseudo):
         _fail(trace, records[pseudo[0]], "a global operation on communicator 0 is Dimemas' accelerator "
               "pseudo-operation, which replay does not model; number communicators from 1")
-    if machine.collectives_file:
-        raise MachineError(f"{trace.path}: global operations under the collective models of "
-                           f"{machine.collectives_file} are not modelled; leave the third name of the .cfg's "
-                           '"configuration files" empty (Dimemas\' default models)')
+    if machine.bus_policy == "rr" and machine.buses:
+        raise MachineError(f"{trace.path}: global operations on limited buses that messages share (the RR or BOOST "
+                           "communication policy) are not modelled; use FIFO, or unlimited buses")
 
 
 def _fail(trace: DimTrace, record: int, why: str):
@@ -116,8 +120,9 @@ def _fail(trace: DimTrace, record: int, why: str):
 
 
 def _factor(model: np.ndarray, n: int, buses: int) -> np.ndarray:
-    """calcula_fan's factor for n partners: LINEAR n - 1, LOGARITHMIC the contention stages."""
-    return np.where(model == LINEAR, float(n - 1), np.where(model == LOGARITHMIC, float(_stages(n, buses)), 1.0))
+    """calcula_fan's factor for n partners: LINEAR n - 1, LOGARITHMIC the contention stages, NONE 0."""
+    return np.select([model == LINEAR, model == LOGARITHMIC, model == NONE], [float(n - 1), float(_stages(n, buses)),
+                                                                              0.0], 1.0)
 
 
 def _stages(n: int, buses: int) -> int:
@@ -134,19 +139,37 @@ def _fan(latency_s: float, bandwidth: float, size: np.ndarray, factor: np.ndarra
     return (latency_s * NS + size.astype(np.float64) * ns_per_byte) * factor
 
 
+def fans(machine: Machine, glop: np.ndarray) -> list[np.ndarray]:
+    """Per record, its operation's fan-in model and size and fan-out model and size."""
+    default = np.where(glop == GLOP_REDUCE, CONSTANT, machine.collective_model)
+    out = [default, np.full(len(glop), CURRENT), default.copy(), np.full(len(glop), CURRENT)]
+    for op, *fan in machine.collective_models:
+        for column, value in zip(out, fan, strict=True):
+            column[glop == op] = value
+    return out
+
+
+def _fan_bytes(size: np.ndarray, sent: np.ndarray, received: np.ndarray, current: np.ndarray) -> np.ndarray:
+    """calcula_fan's message size (a C int) of each record."""
+    sent, received = sent.astype(np.int64), received.astype(np.int64)
+    return np.select([size == MIN, size == MAX, size == MEAN, size == TWICE_MAX, size == SUM],
+                     [np.minimum(sent, received), np.maximum(sent, received), (sent + received) // 2,
+                      2 * np.maximum(sent, received), sent + received], current)
+
+
 def _durations(machine: Machine, nodes: np.ndarray, glop: np.ndarray, sent: np.ndarray, received: np.ndarray):
     """T of each record's operation if that record is the root (see the module docstring), and
     its latency part, the fans' startups times their factors (calcula_fan's ``latencia``)."""
-    model = np.where(glop == GLOP_REDUCE, CONSTANT, machine.collective_model)
+    in_model, in_size, out_model, out_size = fans(machine, glop)
+    fan_in, fan_out = _fan_bytes(in_size, sent, received, sent), _fan_bytes(out_size, sent, received, received)
     per_node = np.bincount(nodes)
-    intra = _factor(model, int(per_node.max()), 0)
-    total = (_fan(machine.intra_latency, machine.intra_bandwidth, sent, intra)
-             + _fan(machine.intra_latency, machine.intra_bandwidth, received, intra))
-    startup = machine.intra_latency * NS * intra + machine.intra_latency * NS * intra
+    places = [(machine.intra_latency, machine.intra_bandwidth, int(per_node.max()), 0)]
     if machine.nodes > 1:
-        inter = _factor(model, int((per_node > 0).sum()), machine.buses)
-        total = (total + _fan(machine.inter_latency, machine.inter_bandwidth, sent, inter)
-                 + _fan(machine.inter_latency, machine.inter_bandwidth, received, inter))
-        startup = startup + machine.inter_latency * NS * inter + machine.inter_latency * NS * inter
+        places.append((machine.inter_latency, machine.inter_bandwidth, int((per_node > 0).sum()), machine.buses))
+    total, startup = np.zeros(len(glop)), np.zeros(len(glop))
+    for latency, bandwidth, n, buses in places:
+        f_in, f_out = _factor(in_model, n, buses), _factor(out_model, n, buses)
+        total = total + _fan(latency, bandwidth, fan_in, f_in) + _fan(latency, bandwidth, fan_out, f_out)
+        startup = startup + latency * NS * f_in + latency * NS * f_out
     return total, startup
 

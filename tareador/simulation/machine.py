@@ -4,22 +4,23 @@ Units follow Dimemas so that one machine drives both replays identically: second
 MB/s with MB = 2^20 bytes (0 = instantaneous), 0 buses = unlimited, in and out links both 0 =
 unlimited (exactly one 0: max(in, out) half-duplex links), and the relative CPU speed divides
 every burst. Traced instruction counts become seconds through
-``instructions_per_second`` (times the relative speed).
+``instructions_per_second`` (times the relative speed). A .cfg is read by simulation/dimemas_config.py.
 """
 
 from __future__ import annotations
 
 import math
-import re
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from tareador.errors import MachineError
 
 POLICIES = ("fifo", "cp", "rr")
-# Dimemas scheduler names -> ours; SS_MPI_CP is the critical-path policy Tareador uses.
-DIMEMAS_POLICIES = {"FIFO": "fifo", "SS_MPI_CP": "cp", "RR": "rr"}
+# How a message gets a bus (Dimemas' communication policy): "fifo" waits in the bus's queue;
+# "rr" never waits, and a message that starts while more messages than buses are under way
+# moves at bandwidth x buses / messages (Dimemas' RR and BOOST, which 5.5.0 treats alike).
+BUS_POLICIES = ("fifo", "rr")
 MB = float(1 << 20)
 # Every CPU is a line of the results (utilisation per core) and of the Paraver files, so a
 # machine's size is bounded by what those can list; the simulations themselves only ever touch
@@ -50,7 +51,24 @@ class Machine:
     quantum: float = 0.0  # seconds, round robin only
     context_switch: float = 0.0  # seconds a thread spends each time it gets a CPU, before running
     collective_model: int = 1  # Dimemas' model of global operations: 1 constant, 2 linear, 3 logarithmic
-    collectives_file: str = ""  # a .cfg's collective-model file (replay refuses global operations then)
+    mapping: tuple[int, ...] = ()  # the node of each task (rank), Dimemas' "mapping information"; () = tasks_per_node
+    interleaved: bool = False  # Dimemas' INTERLEAVED predefined mapping: task t on node t mod nodes
+    modules: tuple[tuple[int, int, float], ...] = ()  # (event type, value, speed factor): Dimemas' modules (below)
+    bus_policy: str = "fifo"  # BUS_POLICIES
+    # Per global operation id, Dimemas' fan-in model, fan-in size, fan-out model, fan-out size
+    # (simulation/global_ops.py); operations not listed keep collective_model and their own sizes.
+    collective_models: tuple[tuple[int, int, int, int, int], ...] = ()
+    warnings: tuple[str, ...] = field(default=(), compare=False)  # what the file says that changes nothing here
+    # The task runtime (simulate only): what a thread does once it created a task, and what
+    # creating and starting a task cost (benchmarks/runtime_costs.py measures libgomp's).
+    creation: str = "help-first"  # help-first: it goes on, the task is queued; work-first: it runs the task
+    creation_cost: float = 0.0  # seconds the creating core spends per task it creates
+    start_cost: float = 0.0  # seconds the core that runs a task spends starting it (and ending it)
+
+    def seconds_to_units(self, seconds: float) -> int:
+        """A cost in seconds of this machine as whole units of the simulation (instructions, or
+        nanoseconds when the durations are measured): what the list scheduler adds."""
+        return round(seconds * self.rate)
 
     @property
     def rate(self) -> float:
@@ -58,11 +76,20 @@ class Machine:
         return self.instructions_per_second * self.relative_speed
 
     def node_of_tasks(self, ntasks: int) -> list[int]:
-        """Dimemas' predefined mapping: tasks (MPI ranks) fill node 0, then node 1, ...
+        """The node of each task (MPI rank): the explicit mapping, INTERLEAVED (round robin), or
+        Dimemas' N TASKS_PER_NODE / FILL_NODES: tasks fill node 0, then node 1, ...
 
         A machine too small for the trace is refused rather than grown: its node count is the
-        machine being studied, and a silently larger one would answer another question.
+        machine being studied, and a silently larger one would answer another question. A longer
+        mapping than the trace has tasks is used in part, as Dimemas does.
         """
+        if self.mapping:
+            if len(self.mapping) < ntasks:
+                raise MachineError(f"the machine's mapping places {len(self.mapping)} ranks but the trace has "
+                                   f"{ntasks}; list a node for every rank, or map them with --ranks-per-node")
+            return list(self.mapping[:ntasks])
+        if self.interleaved:
+            return [t % self.nodes for t in range(ntasks)]
         per_node = self.tasks_per_node or self.cores_per_node
         need = -(-ntasks // per_node)
         if need > self.nodes:
@@ -72,16 +99,26 @@ class Machine:
         return [t // per_node for t in range(ntasks)]
 
 
+def in_nanoseconds(machine: Machine) -> Machine:
+    """The machine for measured durations (tareador time), whose units are nanoseconds: 10^9 per
+    second (relative_speed still divides them); its task overhead, given in instructions, turned
+    into nanoseconds at its instruction rate."""
+    overhead = round(machine.task_overhead * 1e9 / machine.instructions_per_second)
+    return replace(machine, instructions_per_second=1e9, task_overhead=overhead)
+
+
 TOML_SECTIONS = {
     "cpu": ("nodes", "cores_per_node", "relative_speed", "instructions_per_second", "task_overhead",
-            "tasks_per_node"),
+            "tasks_per_node", "mapping"),
     "network": ("intra_latency", "intra_bandwidth", "intra_buses", "intra_in_links", "intra_out_links",
-                "inter_latency", "inter_bandwidth", "buses", "in_links", "out_links", "collective_model"),
+                "inter_latency", "inter_bandwidth", "buses", "in_links", "out_links", "collective_model", "bus_policy"),
     "scheduler": ("policy", "quantum", "context_switch"),
+    "runtime": ("creation", "creation_cost", "start_cost"),
 }
+CREATION_MODELS = ("help-first", "work-first")
 
 
-def _read_text(path: Path, what: str) -> str:
+def read_text(path: Path, what: str) -> str:
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -117,8 +154,10 @@ def machine_path(name: str | Path) -> Path:
 
 def load_machine(path: str | Path) -> Machine:
     path = machine_path(path)
-    text = _read_text(path, "machine file")
+    text = read_text(path, "machine file")
     if text.lstrip().startswith("#DIMEMAS_CONFIGURATION"):
+        from tareador.simulation.dimemas_config import parse_cfg
+
         return parse_cfg(text, path)
     return parse_toml(text, path)
 
@@ -137,16 +176,23 @@ def parse_toml(text: str, path: Path | str = "<toml>") -> Machine:
                 raise MachineError(f"{path}: unknown key {key!r} in [{section}]; "
                                    f"expected one of {', '.join(TOML_SECTIONS[section])}")
             values[key] = value
-    return _checked(values, path)
+    return checked(values, path)
 
 
-def _checked(values: dict, path) -> Machine:
+# Fields a .cfg reader fills with what it checked itself (simulation/dimemas_config.py).
+CHECKED_BY_READER = ("interleaved", "modules", "collective_models", "warnings")
+
+
+def checked(values: dict, path) -> Machine:
+    """The machine of ``values`` (field name -> value as the file gave it), or MachineError."""
     types = {f.name: f.type for f in fields(Machine)}
     out = {}
     for key, value in values.items():
-        if key == "policy":
+        if key in ("policy", "bus_policy", "creation"):
             value = str(value).lower()
-        elif key == "collectives_file":
+        elif key == "mapping":
+            value = _mapping(value, path)
+        elif key in CHECKED_BY_READER:
             pass
         elif isinstance(value, bool) or not isinstance(value, (int, float)):
             raise MachineError(f"{path}: {key} must be a number, not {value!r}")
@@ -172,115 +218,22 @@ def _checked(values: dict, path) -> Machine:
     if m.collective_model not in (1, 2, 3):
         raise MachineError(f"{path}: collective_model must be 1 (constant), 2 (linear) or 3 (logarithmic), "
                            f"Dimemas' models of global operations, not {m.collective_model}")
+    if m.creation not in CREATION_MODELS:
+        raise MachineError(f"{path}: creation {m.creation!r} is not one of {', '.join(CREATION_MODELS)}")
     if m.policy == "rr" and m.quantum <= 0:
         raise MachineError(f"{path}: the rr policy needs a quantum > 0 (seconds)")
+    if m.bus_policy not in BUS_POLICIES:
+        raise MachineError(f"{path}: bus_policy {m.bus_policy!r} is not one of {', '.join(BUS_POLICIES)}")
+    if m.mapping and max(m.mapping) >= m.nodes:
+        raise MachineError(f"{path}: the mapping puts rank {m.mapping.index(max(m.mapping))} on node "
+                           f"{max(m.mapping)}, but the machine's nodes are 0..{m.nodes - 1}")
     return m
 
 
-# Dimemas configuration: one `"record name" {fields};;` per line, /* comments */ allowed.
-_RECORD = re.compile(r'^"([^"]+)"\s*\{(.*)\}\s*;?;?\s*$')
-_FIELD = re.compile(r'\s*("[^"]*"|\[\d+\]\s*\{[^}]*\}|[^,]*)\s*(?:,|$)')
-
-
-def _cfg_fields(body: str) -> list[str]:
-    out = [m.group(1) for m in _FIELD.finditer(body)]
-    return out[:-1] if out and out[-1] == "" else out
-
-
-def parse_cfg(text: str, path: Path | str = "<cfg>") -> Machine:
-    path = Path(path)
-    records = {}
-    body = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
-    for lineno, line in enumerate(body.splitlines(), start=1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        m = _RECORD.match(line)
-        if not m:
-            raise MachineError(f"{path}:{lineno}: not a Dimemas configuration record: {line[:60]!r}")
-        records.setdefault(m.group(1), []).append((lineno, _cfg_fields(m.group(2))))
-    values: dict = {}
-
-    def num(rec: str, lineno: int, items: list[str], i: int, kind=float):
-        try:
-            value = float(items[i])
-        except (IndexError, ValueError):
-            raise MachineError(f"{path}:{lineno}: field {i + 1} of {rec!r} is not a number") from None
-        if kind is int and not value.is_integer():
-            raise MachineError(f"{path}:{lineno}: field {i + 1} of {rec!r} must be a whole number, not {items[i]}")
-        return kind(value)
-
-    if "environment information" not in records:
-        raise MachineError(f'{path}: no "environment information" record; is this a Dimemas configuration?')
-    lineno, env = records["environment information"][0]
-    values["nodes"] = num("environment information", lineno, env, 3, int)
-    values["inter_bandwidth"] = num("environment information", lineno, env, 4)
-    values["buses"] = num("environment information", lineno, env, 5, int)
-    values["collective_model"] = num("environment information", lineno, env, 6, int)
-    # "multi node information" starts with machine id and node count, "node information" with
-    # machine id and an architecture name: the per-node fields start at different positions.
-    node_records = [("multi node information", 3, r) for r in records.get("multi node information", [])]
-    node_records += [("node information", 2, r) for r in records.get("node information", [])]
-    if not node_records:
-        raise MachineError(f'{path}: no "multi node information" or "node information" record')
-    seen = set()
-    for rec, first, (lineno, items) in node_records:
-        names = ("cores_per_node", "relative_speed", "intra_latency", "intra_bandwidth", "intra_buses",
-                 "intra_in_links", "intra_out_links", "inter_latency", "in_links", "out_links")
-        kinds = (int, float, float, float, int, int, int, float, int, int)
-        node = tuple(num(rec, lineno, items, first + i, k) for i, k in enumerate(kinds))
-        seen.add(node)
-        values.update(zip(names, node))
-    if len(seen) > 1:
-        raise MachineError(f"{path}: nodes with different parameters are not supported")
-    for lineno, items in records.get("predefined mapping information", []):
-        values["tasks_per_node"] = _predefined_mapping(items[-1].strip('"'), path, lineno)
-    for lineno, items in records.get("configuration files", []):
-        sched = items[0].strip().strip('"') if items else ""
-        if sched:
-            values.update(_scheduler_file(path.parent / sched))
-        values["collectives_file"] = items[2].strip().strip('"') if len(items) > 2 else ""
-    if values.get("relative_speed", 1.0) <= 0:
-        raise MachineError(f"{path}: relative speed {values['relative_speed']} (instantaneous or fixed-duration "
-                           "bursts) is not supported")
-    return _checked(values, path)
-
-
-def _predefined_mapping(text: str, path, lineno: int) -> int:
-    m = re.fullmatch(r"\s*(\d+)\s+TASKS_PER_NODE\s*", text)
-    if m:
-        return int(m.group(1))
-    if text.strip() == "FILL_NODES":
-        return 0
-    raise MachineError(f"{path}:{lineno}: predefined mapping {text!r} is not supported "
-                       "(use 'N TASKS_PER_NODE' or 'FILL_NODES')")
-
-
-# The labels Dimemas' schedulers read (sched/SCH_fifo.c, SCH_rr.c), with the key each sets.
-_SCHEDULER_LABELS = {"Context switch cost": "context_switch", "Quantum": "quantum"}
-
-
-def _scheduler_file(path: Path) -> dict:
-    """Dimemas scheduler definition: 'Policy: NAME' then 'Label (seconds): value' lines.
-
-    Dimemas' SS_MPI_CP reads nothing past the policy line, so under it a context-switch cost in
-    the file costs nothing there; it costs nothing here either, so that both replays agree.
-    """
-    lines = _read_text(path, "Dimemas scheduler file").splitlines()
-    m = re.match(r"\s*Policy:\s*(\S+)", lines[0] if lines else "")
-    if not m:
-        raise MachineError(f"{path}:1: expected 'Policy: NAME'")
-    if m.group(1) not in DIMEMAS_POLICIES:
-        raise MachineError(f"{path}:1: policy {m.group(1)} is not supported ({', '.join(DIMEMAS_POLICIES)})")
-    out: dict = {"policy": DIMEMAS_POLICIES[m.group(1)]}
-    if out["policy"] == "cp":
-        return out
-    for lineno, line in enumerate(lines[1:], start=2):
-        q = re.match(r"\s*(Context switch cost|Quantum) \(seconds\):\s*(\S+)", line)
-        if q:
-            try:
-                out[_SCHEDULER_LABELS[q.group(1)]] = float(q.group(2))
-            except ValueError:
-                raise MachineError(f"{path}:{lineno}: {q.group(1).lower()} {q.group(2)!r} is not a number of "
-                                   "seconds") from None
-    return out
+def _mapping(value, path) -> tuple[int, ...]:
+    """A list of node numbers, one per rank."""
+    if (not isinstance(value, (list, tuple)) or not value
+            or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in value)):
+        raise MachineError(f"{path}: mapping must list the node (a number from 0) of each rank, e.g. [0, 0, 1, 1], "
+                           f"not {value!r}")
+    return tuple(value)

@@ -86,11 +86,14 @@ def write_authentic(path: str | Path, names: list[str], instructions: np.ndarray
     return [write_dim(path, "authentic", [1], [text]), write_task_labels(path, names)]
 
 
-def write_dim_traces(dag: Dag, directory, instructions_per_second: float, overhead: int = 0) -> list[Path]:
+def write_dim_traces(dag: Dag, directory, instructions_per_second: float, overhead: int = 0,
+                     creation_cost: int = 0) -> list[Path]:
     """ompss.dim and authentic.dim of the trace, for ``tareador replay`` or the real Dimemas, each
-    with its .pcf naming the task types."""
+    with its .pcf naming the task types; ompss.dim's bursts with the runtime's costs
+    (``dag.durations``). The weights are in units of ``instructions_per_second``: instructions, or
+    measured nanoseconds at 10^9 per second."""
     directory = Path(directory)
-    duration = durations(dag, overhead)
+    duration = durations(dag, overhead, creation_cost)
     return [*write_ompss(directory / "ompss.dim", dag.names, duration, dag.src, dag.dst,
                          bottom_levels(dag, duration), instructions_per_second),
             *write_authentic(directory / "authentic.dim", dag.names, dag.weight, np.lexsort((dag.ids, dag.counter)),

@@ -35,6 +35,8 @@ class Dag:
     dep_src: np.ndarray  # RAW data dependencies (a subset of the edges), for drawing communications
     dep_dst: np.ndarray
     dep_bytes: np.ndarray
+    next_fragment: np.ndarray  # the next fragment of the same instance (its continuation), -1 after the last
+    creator: np.ndarray  # the fragment that created each task instance's first fragment, -1 for the others
 
     @property
     def n(self) -> int:
@@ -88,9 +90,14 @@ def _build(ids, names, instance, parent, counter, instructions, dep_src, dep_dst
     dst = np.concatenate([by_instance[1:][same], created, ddst])
     edges = sorted_unique(src * n + dst)
     pairs, inverse = np.unique(dsrc * n + ddst, return_inverse=True)
+    next_fragment = np.full(n, -1, np.int64)
+    next_fragment[by_instance[:-1][same]] = by_instance[1:][same]
+    creator = np.full(n, -1, np.int64)
+    creator[created] = index(parent[created], "a parent")
     return Dag(ids=ids, counter=counter, names=names, is_main=is_main, starts_instance=first, weight=instructions,
                src=edges // n, dst=edges % n, dep_src=pairs // n, dep_dst=pairs % n,
-               dep_bytes=np.bincount(inverse, weights=dep_bytes[data], minlength=len(pairs)).astype(np.int64))
+               dep_bytes=np.bincount(inverse, weights=dep_bytes[data], minlength=len(pairs)).astype(np.int64),
+               next_fragment=next_fragment, creator=creator)
 
 
 def sorted_unique(values: np.ndarray) -> np.ndarray:
@@ -175,10 +182,16 @@ def successors(dag: Dag) -> tuple[list[int], list[int]]:
     return csr(dag.src, dag.dst, dag.n)
 
 
-def durations(dag: Dag, overhead: int) -> np.ndarray:
-    """Each task instance pays the runtime overhead once, on its first fragment (its creation);
-    main's fragments are the program itself."""
-    return dag.weight + np.where(dag.starts_instance & ~dag.is_main, overhead, 0)
+def durations(dag: Dag, overhead: int = 0, creation_cost: int = 0) -> np.ndarray:
+    """What each fragment occupies its core for: its own work; a task instance's first fragment
+    also the runtime's cost of starting it (``overhead``: the core that runs a task pays it; main's
+    fragments are the program itself), and a fragment that creates tasks the cost of creating
+    each (paid by the creating core, before the task exists)."""
+    out = dag.weight + np.where(dag.starts_instance & ~dag.is_main, overhead, 0)
+    if creation_cost:
+        made = dag.creator[dag.creator >= 0]
+        out = out + creation_cost * np.bincount(made, minlength=dag.n)
+    return out
 
 
 def bottom_levels(dag: Dag, duration: np.ndarray, adjacency=None) -> list[int]:

@@ -32,7 +32,8 @@ OWNED = ("tasks.csv", "deps.csv", "objects.csv", "summary.json", "graph.dot", "g
          "profile.png", "gantt.png", "speedup.csv", "profile.csv", "ompss.dim", "ompss.pcf", "authentic.dim",
          "authentic.pcf", "whatif-*.png", "whatif.csv", "explore.csv", "explore.png", "mpi.csv", "comms.csv",
          "messages.csv", "patterns.npz", "patterns.csv", "patterns-*.png", "overlap-*.dim", "overlap.csv",
-         "overlap.png", "accesses.csv", "calls.csv", "tables/*.npy", "tables/names.json")
+         "overlap.png", "accesses.csv", "calls.csv", "durations.csv", "timing.json", "models.csv", "models.png",
+         "*-measured.dim", "*-measured.pcf", "tables/*.npy", "tables/names.json")
 
 
 def write_table(path: Path, cls, rows) -> None:

@@ -278,7 +278,7 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
         finally:
             if status:
                 status.close()
-        trace, problem = _write(argv, Path(out_dir), raw, result.meta, functions, mpi, explore)
+        trace, problem = _write(argv, path, Path(out_dir), raw, result.meta, functions, mpi, explore)
     trace.summary["tracing_seconds"] = round(time.monotonic() - started, 3)
     write_text(Path(trace.path) / "summary.json", json.dumps(trace.summary, indent=2, sort_keys=True) + "\n")
     if problem:
@@ -286,8 +286,8 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     return trace
 
 
-def _write(argv: list[str], out_dir: Path, raw: Path, meta: dict, functions: list[TaskFunction], mpi: bool,
-           explore: bool) -> tuple[TaskTrace, str | None]:
+def _write(argv: list[str], path: str, out_dir: Path, raw: Path, meta: dict, functions: list[TaskFunction],
+           mpi: bool, explore: bool) -> tuple[TaskTrace, str | None]:
     """The trace directory from the agent's tables (summary.json but its tracing time): the trace
     and the annotation error, if any."""
     if meta.get("tables_error"):
@@ -313,10 +313,12 @@ def _write(argv: list[str], out_dir: Path, raw: Path, meta: dict, functions: lis
     if (meta.get("patterns") or {}).get("dropped"):
         warnings.append(f"{meta['patterns']['dropped']} message buffer(s) beyond the patterns' tables were not "
                         "recorded: tareador patterns and overlap leave those messages out")
-    summary = _summary(argv, meta, figures, problem, warnings)
+    summary = _summary(argv, path, meta, figures, problem, warnings)
     if explore:
         summary["explore_candidates"] = [f.name for f in functions]
         summary["explore_libraries"] = {f.name: f.library for f in functions if f.library}
+    elif functions:
+        summary["task_functions"] = [f.name for f in functions]
     if mpi or mpi_meta:
         summary.update(_mpi_summary(mpi_meta, rank, mpi_calls))
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -332,7 +334,7 @@ def _write(argv: list[str], out_dir: Path, raw: Path, meta: dict, functions: lis
     return trace, problem
 
 
-def _summary(argv: list[str], meta: dict, figures: convert.TaskFigures, problem: str | None,
+def _summary(argv: list[str], path: str, meta: dict, figures: convert.TaskFigures, problem: str | None,
              warnings: list[str]) -> dict:
     """summary.json of a traced process: the run, how it ended, its graph's figures (no T∞ when
     the markers are unbalanced: the graph is not the program's), the warnings."""
@@ -340,6 +342,7 @@ def _summary(argv: list[str], meta: dict, figures: convert.TaskFigures, problem:
     tinf = meta["tinf"]
     return {
         "program": argv[0],
+        "program_path": path,
         "arguments": list(argv[1:]),
         "ending": ending,
         "exit_status": meta["ending"].get("status"),

@@ -48,8 +48,12 @@ def annotation_library(static: bool = False) -> Path:
 
 def installed_annotation_library() -> Path:
     """The shared annotation library programs are linked against; `tareador config` and every
-    trace put it back if it was removed."""
-    return install(annotation_library(), data_root() / "lib")
+    trace put it back if it was removed. One directory per version of its source (the build's
+    hash): a program keeps the library it was linked with while another version of tareador (a
+    newer install, another checkout) runs beside it; replaced under a running program, the file
+    on disk would no longer be the one mapped, and Frida reads a library's symbols from disk."""
+    built = annotation_library()
+    return install(built, data_root() / "lib" / built.parent.name)
 
 
 def analysis_library() -> Path:
@@ -68,9 +72,15 @@ class AgentSources:
     analysis_library: Path
 
 
+def agent_script(name: str) -> str:
+    """A Frida script of tracer_agents/, after modules.js, which both agents use."""
+    d = agents_dir()
+    return (d / "modules.js").read_text() + (d / name).read_text()
+
+
 def agent_sources() -> AgentSources:
     d = agents_dir()
-    return AgentSources((d / "agent.js").read_text(), (d / "transform.c").read_text(),
+    return AgentSources(agent_script("agent.js"), (d / "transform.c").read_text(),
                         (d / "allocations.c").read_text(), (d / "mpi.c").read_text(), analysis_library())
 
 
