@@ -12,31 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tareador import load
 from tareador.errors import TracingError
 from tareador.taskgraph import columns
+from tareador.taskgraph.metrics import critical_path_length
 from tareador.tracing import driver
 from tareador.tracing.run import trace
-from tests.helpers import EXAMPLES, write_c
+from tests.helpers import EXAMPLES, ROOT, write_c
 
-WAVEFRONT = r"""
-#include <stdlib.h>
-#include "tareador.h"
-/* An n x n wavefront of small tasks: cell (i, j) adds the cells above and to its left. */
-int main(int argc, char **argv)
-{
-  long n = atol(argv[1]);
-  double *a = calloc(n * n, sizeof *a);
-  tareador_ON();
-  for (long i = 0; i < n; i++)
-    for (long j = 0; j < n; j++) {
-      tareador_start_task("cell");
-      a[i * n + j] += (i ? a[(i - 1) * n + j] : 1.0) + (j ? a[i * n + j - 1] : 1.0);
-      tareador_end_task("cell");
-    }
-  tareador_OFF();
-  return a[n * n - 1] > 0 ? 0 : 1;
-}
-"""
+WAVEFRONT = ROOT / "benchmarks" / "wavefront_kernel.c"
 
 # Ten tasks each fill a block of their own; main's last fragment then reads them all: one
 # fragment with ten edges and ten access rows, more than a buffer of three rows holds.
@@ -75,11 +59,28 @@ def wavefront_edges(n: int) -> tuple[np.ndarray, np.ndarray]:
     return src[order], dst[order]
 
 
+def wavefront_tinf(work: np.ndarray, n: int) -> int:
+    """T∞ of the wavefront from its fragments' instructions, row by row: main's fragments are a
+    chain (M_k before M_k+1), cell k follows M_k, the cell to its left and the one above:
+    F[j] = w[j] + max(base[j], F[j - 1]) with base[j] = max(M[j], F_above[j]), that is
+    F[j] = W[j] + max over k <= j of (base[k] - W[k - 1]), W the running sum of w."""
+    main_end = np.cumsum(work[0::2])  # M_0 .. M_{n^2}
+    cells = work[1::2].reshape(n, n)
+    above, longest = np.zeros(n, np.int64), int(main_end[-1])
+    for i in range(n):
+        base = np.maximum(main_end[i * n:(i + 1) * n], above)
+        w = np.cumsum(cells[i])
+        above = w + np.maximum.accumulate(base - (w - cells[i]))
+        longest = max(longest, int(above.max()))
+    return longest
+
+
 def test_a_million_task_instances_trace_beyond_the_old_message_limit(compile_c, tmp_path):
-    """1,050,625 cells: every dependency is there, exactly (cell to cell, 8 bytes, RAW), and the
-    run's tables (which once went to Python in one message) are well over 128 MiB."""
+    """1,050,625 cells: every dependency is there, exactly (cell to cell, 8 bytes, RAW), T∞ is the
+    wavefront's, and the run's tables (which once went to Python in one message) are well over
+    128 MiB."""
     n = 1025
-    exe = compile_c(write_c(tmp_path, "wavefront", WAVEFRONT), "-O2")
+    exe = compile_c(WAVEFRONT, "-O2")
     t = trace([str(exe), str(n)], tmp_path / "w", progress=False)
     assert t.summary["instances"] == n * n and t.summary["task_fragments"] == n * n
     assert t.summary["main_fragments"] == n * n + 1 and not t.summary["partial"]
@@ -94,6 +95,8 @@ def test_a_million_task_instances_trace_beyond_the_old_message_limit(compile_c, 
                for name in ("tasks", "deps", "accesses")) > 128 << 20
     with (tmp_path / "w" / "deps.csv").open() as f:
         assert sum(1 for _ in f) == len(src) + 1
+    work = columns.read_table(tmp_path / "w", "tasks")["instructions"].astype(np.int64)
+    assert t.summary["tinf"] == t.tinf == wavefront_tinf(work, n)
 
 
 @pytest.fixture
@@ -187,3 +190,15 @@ def test_the_binary_tables_are_the_csvs(compile_c, tmp_path):
     calls = columns.read_table(tmp_path / "t", "calls")
     assert [names["functions"][c] for c in calls["function"]] == \
         [r.split(",")[1] for r in (tmp_path / "t" / "calls.csv").read_text().splitlines()[1:]]
+
+
+@pytest.mark.parametrize("example, args", [("cholesky", ["4", "8"]), ("treesum", ["4", "16"]),
+                                           ("heat", ["32", "8", "2"]), ("sparselu", ["4", "8"])])
+def test_the_agents_critical_path_is_the_loaded_traces(compile_c, tmp_path, example, args):
+    """T∞ is computed in the agent, fragment by fragment, as tables stream out; loaded back from
+    the CSVs, the same trace's critical path (taskgraph/metrics.py) is the same number."""
+    exe = compile_c(EXAMPLES / example / f"{example}.c", "-O2 -fno-inline")
+    t = trace([str(exe), *args], tmp_path / example, progress=False)
+    loaded = load(tmp_path / example)
+    assert t.summary["tinf"] == loaded.summary["tinf"] == critical_path_length(loaded.fragments, loaded.deps)
+    assert t.summary["t1"] == sum(x.instructions for x in loaded.fragments)

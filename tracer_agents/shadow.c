@@ -826,8 +826,11 @@ static __attribute__((noinline)) PlainPage *plain_page(uint64_t page) {
  * access is not such (nothing analysed then). */
 static inline __attribute__((always_inline)) int analyse_plain(uint64_t address, uint64_t size, int is_write,
                                                                int program, uint32_t me, EdgeRuns *runs) {
-  uint64_t i = address & (PAGE - 1), page = address / PAGE;
-  if ((address | size) % GRANULE || size - 1 >= PAGE || i + size > PAGE) return 0;
+  uint64_t page = address / PAGE;
+  /* One aligned granule (most accesses) is inside a page; anything else is checked. */
+  if ((size != GRANULE || address % GRANULE)
+      && ((address | size) % GRANULE || size - 1 >= PAGE || (address & (PAGE - 1)) + size > PAGE))
+    return 0;
   PlainPage *e = &plain_pages[0];
   if (e->page != page) {
     e = &plain_pages[1];
