@@ -35,7 +35,7 @@ t = trace(sys.argv[1:-1], sys.argv[-1], progress=False)
 print(json.dumps({"wall": time.perf_counter() - started, "cpu": time.process_time() - cpu,
                   "traced_cpu": t.summary["traced_cpu_seconds"], "instances": t.summary["instances"],
                   "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "traced_rss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+                  "traced_rss": t.summary["traced_peak_rss_mib"]}))
 """
 
 

@@ -373,6 +373,13 @@ function cpuSeconds() {
   return t(0) + t(2) + (t(1) + t(3)) / 1e6;
 }
 
+/* The process's peak resident memory, in bytes (its own: getrusage's would include the driver
+ * the process was forked from). */
+function peakResidentBytes() {
+  const line = File.readAllText('/proc/self/status').split('\n').find(l => l.startsWith('VmHWM:'));
+  return line === undefined ? 0 : parseInt(line.split(/\s+/)[1], 10) * 1024;
+}
+
 /* The addresses of one of shadow.c's site lists (tr_sites). */
 function siteList(which) {
   const count = Memory.alloc(8);
@@ -450,6 +457,7 @@ function finish(ending) {
     meta.patterns = { rows, times, dropped: native.patternsDropped().toNumber() };
   }
   meta.cpu_seconds = cpuSeconds();
+  meta.peak_rss = peakResidentBytes();
   const failed = s.tablesError().toNumber();
   meta.tables_error = failed ? systemError(failed) : null;
   send(meta);

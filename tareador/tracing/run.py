@@ -358,6 +358,7 @@ def _summary(argv: list[str], path: str, meta: dict, figures: convert.TaskFigure
         "accesses": meta["accesses"],
         "instructions_traced": meta["instructions"],
         "traced_cpu_seconds": round(meta["cpu_seconds"], 3),
+        "traced_peak_rss_mib": round(meta["peak_rss"] / (1 << 20), 1),
         "traced_threads": "main thread only",
         "annotation_error": problem,
         "warnings": warnings,
