@@ -1,7 +1,8 @@
 # The two commands of README.md: `make demo` and `make test`. Both install what is missing first.
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-DEBIAN_PACKAGES := gcc make binutils graphviz valgrind
+# chromium and its driver: the report's browser tests (Debian's builds; nothing downloads a browser).
+DEBIAN_PACKAGES := gcc make binutils graphviz valgrind chromium chromium-driver
 # MPICH and Open MPI, the two ABIs users' clusters have; both coexist (see README, MPI). Their
 # recommends (ssh clients, Fortran, ...) are not needed to run ranks on this machine.
 MPI_PACKAGES := mpich libmpich-dev openmpi-bin libopenmpi-dev
@@ -25,7 +26,7 @@ deps:
 	@$(call apt_install,$(DEBIAN_PACKAGES),)
 	@$(call apt_install,$(MPI_PACKAGES),--no-install-recommends)
 	@$(call apt_install,$(LINALG_PACKAGES),--no-install-recommends)
-	@$(PYTHON) -c "import tareador, frida, pytest, build, mkdocs, material" 2>/dev/null || $(PIP) -e ".[test]"
+	@$(PYTHON) -c "import tareador, frida, pytest, build, mkdocs, material, bokeh, selenium" 2>/dev/null || $(PIP) -e ".[test]"
 	@$(PYTHON) -c "import mpi4py" 2>/dev/null || $(PIP) --only-binary=mpi4py "mpi4py>=4.1" || \
 	  echo "make deps: mpi4py (optional) not installed: no binary wheel for $$($(PYTHON) -V) could be fetched"
 
@@ -43,6 +44,10 @@ demo: examples
 	tareador patterns $(OVERLAP_DEMO)
 	tareador overlap $(OVERLAP_DEMO) --machine cluster --bandwidth 1,2,4,8,16,32,100,1000
 	tareador hints $(DEMO) --size TS=32
+	tareador report $(DEMO)
+	tareador report out/jacobi.tareador --machine cluster
+	tareador report $(OVERLAP_DEMO) --machine cluster
+	@echo "reports (open them in a browser): $(DEMO)/report.html out/jacobi.tareador/report.html $(OVERLAP_DEMO)/report.html"
 
 test: deps
 	$(PYTHON) -m pytest -q

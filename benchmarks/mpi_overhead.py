@@ -41,8 +41,9 @@ import time
 from pathlib import Path
 
 from tareador.tracing import toolchain
-from tareador.tracing.mpi_launch import MPIS, rank
+from tareador.tracing.mpi_launch import MPIS
 from tareador.tracing.mpirun import TRACER
+from tareador.workers import launch_rank
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -120,7 +121,7 @@ def rank_cpu(out: Path, command: list[str]) -> int:
     tracer, then write the CPU seconds it and the program it traced took to OUT/cpu-RANK."""
     status = subprocess.run(command, close_fds=False).returncode  # the launcher's PMI descriptors
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    (out / f"cpu-{rank()}").write_text(f"{usage.ru_utime + usage.ru_stime}\n")
+    (out / f"cpu-{launch_rank()}").write_text(f"{usage.ru_utime + usage.ru_stime}\n")
     return status
 
 

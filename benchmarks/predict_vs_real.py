@@ -5,9 +5,10 @@ the same program on this 2-core machine.
 Usage: python benchmarks/predict_vs_real.py [--example NAME|all] [--repeat R] [--timing-runs T]
 
 Each example is a traced program (examples/<name>/<name>.c, with tareador markers) and its
-OpenMP version (examples/<name>_omp/<name>_omp.c: the markers replaced by the pragmas `tareador
-hints` gives, corrected by hand where its header says they would race), with the same kernels on
-the same problem, both built -O2 -fno-inline. For each:
+OpenMP version (examples/<name>_omp/<name>_omp.c, built from that committed source: the markers
+replaced by the pragmas `tareador hints` prints, verbatim, which
+tests/test_hints.py::test_openmp_examples_use_the_generated_pragmas checks against a fresh
+trace), with the same kernels on the same problem, both built -O2 -fno-inline. For each:
 
 - the traced program is traced (instructions) and timed natively T times (`tareador time`: the
   median of each task instance);
@@ -43,8 +44,8 @@ from trace_overhead import output_discarded
 
 from tareador.analyses.speedup import study
 from tareador.simulation.machine import Machine, in_nanoseconds
-from tareador.taskgraph.dag import load_dag
 from tareador.taskgraph.durations import measured_dag
+from tareador.taskgraph.store import load_dag
 from tareador.tracing import toolchain
 from tareador.tracing.run import trace
 

@@ -88,7 +88,7 @@ def main() -> None:
     py = sys.executable
     steps = [
         measure("simulate", [py, "-m", "tareador", "simulate", str(trace_dir), "--cores", str(args.cores), "--json"]),
-        measure("write .dim", [py, "-c", "import sys; from tareador.taskgraph.dag import load_dag; "
+        measure("write .dim", [py, "-c", "import sys; from tareador.taskgraph.store import load_dag; "
                 "from tareador.synthesis.ompss import write_dim_traces; "
                 "write_dim_traces(load_dag(sys.argv[1]), sys.argv[1], 1e9)", str(trace_dir)]),
         measure("replay", [py, "-m", "tareador", "replay", str(trace_dir / "ompss.dim"), "--machine", str(machine),

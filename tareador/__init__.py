@@ -5,19 +5,33 @@ The package is a one-way pipeline, one subpackage per stage:
 the trace directory) -> ``formats`` (Dimemas, Paraver, Chrome files) -> ``synthesis`` (the
 authentic and artificial traces of a run) -> ``simulation`` (the list scheduler and the Dimemas
 engine on a machine) -> ``analyses`` (speedups, profiles, what-ifs) -> ``render`` (graphs and
-plots), with ``cli`` on top; ``errors`` holds what every stage may raise.
+plots) -> ``report`` (one HTML page of it all), with ``cli`` on top; ``errors`` holds what every
+stage may raise. Imports go one way too, ``taskgraph`` (the model every stage shares) below
+``tracing``: README, How it works. This module is the API of a notebook: ``tareador.load(dir)``,
+``tareador.hints(dir)``, ``tareador.report(dir)``.
 """
 
-__version__ = "0.1.0"
+from __future__ import annotations
 
-from tareador.taskgraph.store import load  # noqa: E402  (public API: tareador.load(dir))
+from pathlib import Path
+
+from tareador.analyses.hints import Hints, load_hints
+from tareador.report import report  # binds over the subpackage: tareador.report(dir)
+from tareador.taskgraph.model import TaskTrace
+from tareador.taskgraph.mpi import MpiRun, load_run
+from tareador.taskgraph.store import is_run, load_trace
+from tareador.version import __version__
 
 
-def hints(directory):
+def load(directory: str | Path) -> TaskTrace | MpiRun:
+    """Load what ``tareador trace`` or ``tareador mpirun`` wrote: a TaskTrace, or an MpiRun for a
+    directory of ranks (rank-N/ subdirectories)."""
+    return load_run(directory) if is_run(Path(directory)) else load_trace(directory)
+
+
+def hints(directory: str | Path) -> Hints:
     """What each task type reads and writes, as depend clauses (``tareador hints DIR``)."""
-    from tareador.analyses.hints import load_hints
-
     return load_hints(directory)
 
 
-__all__ = ["load", "hints", "__version__"]
+__all__ = ["load", "hints", "report", "__version__"]

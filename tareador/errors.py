@@ -61,3 +61,7 @@ class DurationsError(TareadorError):
 
 class PatternsError(TareadorError):
     """A bad chunk count."""
+
+
+class ReportError(TareadorError):
+    """A directory a report cannot be made of."""

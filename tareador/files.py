@@ -3,7 +3,8 @@
 A file is written under a temporary name in its own directory and renamed over the final name
 when complete: a full disk or a crash leaves the previous file (or none), never a truncated
 CSV that still parses, and a symlink planted at the final name is replaced rather than
-followed. Errors name the final path, whatever step failed.
+followed. Errors name the final path, whatever step failed. Files that only make sense together
+(an MPI run's mpi.csv, summary.json and Dimemas traces) are written inside ``together()``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,32 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+
+_deferred: list[tuple[Path, Path]] | None = None  # (temporary, final) of the files written inside together()
+
+
+@contextlib.contextmanager
+def together() -> Iterator[None]:
+    """Every file written inside the block takes its final name when the block ends without an
+    error, and none does otherwise: a failure halfway leaves no new file beside old ones."""
+    global _deferred
+    outer, _deferred = _deferred, []
+    pending = _deferred
+    try:
+        yield
+        if outer is not None:
+            outer += pending
+        else:
+            while pending:
+                temporary, path = pending[0]
+                os.replace(temporary, path)
+                pending.pop(0)
+        pending = []
+    finally:
+        _deferred = outer
+        for temporary, _ in pending:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
 
 
 @contextlib.contextmanager
@@ -27,7 +54,10 @@ def output_file(path: str | Path, mode: str = "w", **open_args) -> Iterator[IO]:
         try:
             with os.fdopen(fd, mode, **open_args) as f:
                 yield f
-            os.replace(temporary, path)
+            if _deferred is None:
+                os.replace(temporary, path)
+            else:
+                _deferred.append((temporary, path))
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)

@@ -1,14 +1,19 @@
 """Text tables parsed in bulk with numpy: hundreds of megabytes of CSV or Dimemas records into
 integer columns without a Python object per field, for every reader that must scale (the trace
-directory's CSV files, .dim traces)."""
+directory's CSV files, all read by ``read_csv``; .dim traces)."""
 
 from __future__ import annotations
 
+import csv
 import ctypes
-from collections.abc import Iterator
+import io
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+
+from tareador.errors import TraceDirError
 
 # Small chunks keep every temporary array below glibc's mmap threshold, so chunks reuse the
 # same memory instead of faulting in fresh pages (which costs more than the parsing).
@@ -133,3 +138,167 @@ def split_fields(data: bytes, words: np.ndarray, start: int, stop: int, sep: int
     value[neg] *= -1
     return Fields(arr=arr, starts=starts, ends=ends, first_tok=first_tok,
                   ntok=last_tok - first_tok + 1, is_int=is_int, value=value, odd=odd, odd_tok=odd_tok)
+
+
+@dataclass
+class Text:
+    """A text column: each row's value as a code into the column's distinct values."""
+
+    codes: np.ndarray
+    values: list[str]
+
+    def strings(self) -> list[str]:
+        return [self.values[c] for c in self.codes.tolist()]
+
+
+def read_csv(path: Path, header: Sequence[str], ints: Collection[str], texts: Collection[str],
+             floats: Collection[str] = ()) -> dict:
+    """The named columns of a CSV file with this header: integer columns as int64 arrays, text
+    columns as ``Text``, float columns as float64 arrays; the others are not kept.
+
+    TraceDirError naming the file (and line) of a wrong header, a malformed row or bytes that
+    are not UTF-8. Files without quotes or bare carriage returns (all tareador writes, but for
+    a name holding a comma or a quote) are split in bulk; the others by the csv module, into
+    the same columns: one reader, whichever way the text is cut.
+    """
+    data = path.read_bytes()
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = data.count(b"\n", 0, e.start) + 1
+            raise TraceDirError(f"{path}:{line}: not UTF-8 text; the file is corrupt") from None
+    plain = data.replace(b"\r\n", b"\n")
+    strings = [*texts, *floats]
+    if b'"' in plain or b"\r" in plain:
+        columns = _quoted_columns(path, data.decode(), header, ints, strings)
+    else:
+        columns = _plain_columns(path, plain if plain.endswith(b"\n") or not plain else plain + b"\n", header, ints,
+                                 strings)
+    for name in floats:
+        columns[name] = _float_column(path, data, columns[name])
+    return columns
+
+
+def _float_column(path: Path, data: bytes, column: Text) -> np.ndarray:
+    """A text column's values as floats, each distinct text converted once."""
+    values = []
+    for code, text in enumerate(column.values):
+        try:
+            values.append(float(text))
+        except ValueError:
+            line = int(np.argmax(column.codes == code)) + 2
+            raise _malformed(path, line, data.decode().splitlines()[line - 1]) from None
+    return np.array(values, np.float64)[column.codes]
+
+
+def _wrong_header(path: Path, first_line: str, header: Sequence[str]) -> TraceDirError:
+    found = next(csv.reader(io.StringIO(first_line, newline="")), None)
+    return TraceDirError(f"{path}: header {found} is not {','.join(header)}; the file is corrupt or from another "
+                         "tareador version: trace the program again")
+
+
+def _malformed(path: Path, line: int, text: str) -> TraceDirError:
+    record = next(csv.reader([text]), [])
+    return TraceDirError(f"{path}:{line}: malformed row {record!r}; the file is truncated or corrupt")
+
+
+def _plain_columns(path: Path, data: bytes, header: Sequence[str], ints: Collection[str],
+                   texts: Collection[str]) -> dict:
+    first = data.find(b"\n") + 1
+    if data[:first - 1] != ",".join(header).encode():
+        raise _wrong_header(path, data[:first].decode(), header)
+    words = byte_words(data)
+    int_at = np.array([header.index(c) for c in ints], np.int64)
+    text_at = [header.index(c) for c in texts]
+    values: list[list[np.ndarray]] = [[] for _ in ints]
+    spans: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in texts]
+    line = 2
+    for a, b in line_chunks(data, first, len(data)):
+        f = split_fields(data, words, a, b, ord(","))
+        wrong = np.flatnonzero(f.ntok != len(header))
+        if len(wrong):
+            raise _malformed(path, line + int(wrong[0]), f.line_text(int(wrong[0])))
+        tok = f.first_tok[:, None] + int_at
+        chunk = f.value[tok]
+        for r, k in zip(*np.nonzero(~f.is_int[tok])):  # past 16 digits, '+5', ' 5': what int() takes
+            chunk[r, k] = _python_int(path, f, tok[r, k], line + r)
+        for k in range(len(int_at)):
+            values[k].append(chunk[:, k])
+        for k, c in enumerate(text_at):
+            spans[k].append((a + f.starts[f.first_tok + c], a + f.ends[f.first_tok + c]))
+        line += len(f.first_tok)
+    columns: dict = {c: _join(v) for c, v in zip(ints, values)}
+    for c, s in zip(texts, spans):
+        columns[c] = _text_column(data, words, _join([a for a, _ in s]), _join([b for _, b in s]))
+    return columns
+
+
+def _join(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+# _LOW[n]: the low n bytes of a little-endian word, where the first n bytes at its address sit.
+_LOW = np.array([(1 << (8 * n)) - 1 for n in range(9)], np.uint64)
+
+
+def _text_column(data: bytes, words: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Text:
+    """The texts data[starts:ends] as codes. Up to 15 bytes (task types, kinds) a text is two
+    words compared in bulk; longer ones go through a dict, one Python step each."""
+    n = len(starts)
+    length = ends - starts
+    short = np.flatnonzero((length <= 15) & (starts + 16 <= len(data)))
+    at, size = starts[short], length[short]
+    low = words[at] & _LOW[np.minimum(size, 8)]
+    high = (words[np.minimum(at + 8, max(len(words) - 1, 0))] & _LOW[np.clip(size - 8, 0, 8)]) \
+        | (size.astype(np.uint64) << np.uint64(56))
+    order = np.lexsort((low, high))
+    new = np.ones(len(order), bool)
+    new[1:] = (low[order][1:] != low[order][:-1]) | (high[order][1:] != high[order][:-1])
+    codes = np.empty(n, np.int64)
+    codes[short[order]] = np.cumsum(new) - 1
+    # The distinct texts so far, then the rest's (a short text near the end of the file among them).
+    seen = {data[i:i + k]: c for c, (i, k) in enumerate(zip(at[order[new]].tolist(), size[order[new]].tolist()))}
+    rest = np.setdiff1d(np.arange(n), short, assume_unique=True)
+    for k, i, j in zip(rest.tolist(), starts[rest].tolist(), ends[rest].tolist()):
+        codes[k] = seen.setdefault(data[i:j], len(seen))
+    return Text(codes, [x.decode() for x in seen])
+
+
+def _python_int(path: Path, f: Fields, token: int, line: int) -> int:
+    try:
+        value = int(bytes(f.arr[f.starts[token]:f.ends[token]]).decode())
+        if -(1 << 63) <= value < 1 << 63:
+            return value
+    except ValueError:
+        pass
+    raise _malformed(path, line, f.line_text(f.token_of_line(token)))
+
+
+def _quoted_columns(path: Path, text: str, header: Sequence[str], ints: Collection[str],
+                    texts: Collection[str]) -> dict:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    if next(reader, None) != list(header):
+        raise _wrong_header(path, text[:text.find("\n") + 1] if "\n" in text else text, header)
+    int_at = [header.index(c) for c in ints]
+    text_at = [header.index(c) for c in texts]
+    numbers: list[list[int]] = [[] for _ in ints]
+    strings: list[list[str]] = [[] for _ in texts]
+    for line, record in enumerate(reader, start=2):
+        try:
+            if len(record) != len(header):
+                raise ValueError
+            row = [int(record[i]) for i in int_at]
+            if not all(-(1 << 63) <= v < 1 << 63 for v in row):
+                raise ValueError
+        except ValueError:
+            raise TraceDirError(f"{path}:{line}: malformed row {record!r}; the file is truncated or corrupt") from None
+        for column, v in zip(numbers, row):
+            column.append(v)
+        for column, i in zip(strings, text_at):
+            column.append(record[i])
+    columns: dict = {c: np.array(v, np.int64) for c, v in zip(ints, numbers)}
+    for c, s in zip(texts, strings):
+        codes: dict[str, int] = {}
+        columns[c] = Text(np.fromiter((codes.setdefault(x, len(codes)) for x in s), np.int64, len(s)), list(codes))
+    return columns

@@ -16,14 +16,39 @@ import os
 import signal
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 
-from tareador.tracing.mpi_launch import rank as launcher_rank
-
 Starmap = Callable[[Callable, Sequence[tuple]], list]
+# Where each launcher tells a process its number in MPI_COMM_WORLD: Open MPI's mpiexec; MPICH's
+# (Hydra) with its default PMI_FD; Hydra with `-pmi-port`. And how many it started.
+RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMI_ID")
 SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")  # Open MPI's mpiexec; MPICH's Hydra, Slurm's PMI
+# A process pool pays off only for much per-rank work: a worker's result travels back pickled,
+# and unpickling a rank's tables costs the parent about as much as reading them (0.55 s against
+# 0.65 s for a rank of 1.6 MB), so only the rest (its critical path, its MPI/OmpSs threads) runs
+# in parallel, against the pool's start (each worker imports tareador and numpy). Measured on 4
+# ranks of the Jacobi (README, post-processing in parallel): 0.5 MB of rank files 2.7-5.3 s serial, 5.1-7.6 s
+# with 2 workers; 1.7 MB 9.7-10.3 s against 10.3 s; 6.7 MB 7.5-8.7 s against 13.9 s.
+POOL_MIN_BYTES = 64 << 20
+
+
+def default_jobs(ranks: int, size: int) -> int:
+    """Processes for the per-rank work of a run of ``ranks`` ranks whose files hold ``size``
+    bytes: this one alone, unless the work is large enough for a pool to pay off."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(ranks, cpus) if ranks > 1 and size >= POOL_MIN_BYTES and cpus > 1 else 1
+
+
+def launch_rank(environ: Mapping[str, str] | None = None) -> int | None:
+    """The rank a launcher gave this process, None outside a launcher. Read from the environment
+    because a tracer must not call MPI_Init itself: it would take the traced rank's place."""
+    environ = os.environ if environ is None else environ
+    for name in RANK_VARIABLES:
+        if environ.get(name, "").isdigit():
+            return int(environ[name])
+    return None
 
 
 def launch_size() -> int:
@@ -35,10 +60,11 @@ def launch_size() -> int:
 
 
 @contextmanager
-def rank_pool(jobs: int | None = None) -> Iterator[Starmap | None]:
+def rank_pool(jobs: int | None = None, work: tuple[int, int] | None = None) -> Iterator[Starmap | None]:
     """The starmap this process runs per-rank work with, or None for a process of an MPI launch
     that only served process 0 (it has nothing more to do). ``jobs``: processes of the pool
-    (default: the CPUs; 1 = serially, in this process)."""
+    (default: default_jobs' choice for work = (ranks, bytes of their files), else the CPUs; 1 =
+    serially, in this process)."""
     size = launch_size()
     if size > 1:
         comm = _world(size)
@@ -52,9 +78,11 @@ def rank_pool(jobs: int | None = None) -> Iterator[Starmap | None]:
             finally:
                 comm.bcast(None, root=0)
             return
-        if launcher_rank():
+        if launch_rank():
             yield None
             return
+    if jobs is None and work is not None:
+        jobs = default_jobs(*work)
     with _process_pool(jobs) as starmap:
         yield starmap
 
@@ -100,7 +128,7 @@ def _world(size: int):
             return MPI.COMM_WORLD
         why = (f"mpi4py's MPI ({MPI.Get_library_version().split(',')[0].strip()}) is not the launcher's: each "
                "process is alone in its MPI_COMM_WORLD")
-    if not launcher_rank():
+    if not launch_rank():
         print(f"tareador: launched as {size} MPI processes, but {why}; process 0 does all the work (install mpi4py "
               "for the launcher's MPI: make deps)", file=sys.stderr)
     return None

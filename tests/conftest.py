@@ -10,6 +10,7 @@ import pytest
 
 from tareador.cli import main as cli
 from tareador.tracing import toolchain
+from tareador.tracing.run import trace
 from tests.helpers import EXAMPLES, MPI_EXAMPLES, require
 
 
@@ -36,6 +37,23 @@ def compile_c(tmp_path_factory):
         return built[key]
 
     return build
+
+
+@pytest.fixture(scope="session")
+def traced_example(compile_c, tmp_path_factory):
+    """traced_example(name, *args) -> the trace directory of examples/<name>/<name>.c (-O0) run
+    with args, traced once per session: the tests of an example's task graph and of its pragmas
+    share the trace."""
+    done = {}
+
+    def run(name: str, *args: str) -> Path:
+        if (name, args) not in done:
+            out = tmp_path_factory.mktemp(name) / "t"
+            trace([str(compile_c(EXAMPLES / name / f"{name}.c")), *args], out, progress=False)
+            done[(name, args)] = out
+        return done[(name, args)]
+
+    return run
 
 
 @pytest.fixture(scope="session")

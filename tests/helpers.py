@@ -3,6 +3,7 @@ and where the examples are. Fixtures are in conftest.py."""
 
 from __future__ import annotations
 
+import random
 import re
 from collections import Counter
 from pathlib import Path
@@ -163,3 +164,20 @@ def mpi_records(path):
         elif f[0] in "23" and len(f) == 9:
             assert f[1] == f[3] and f[7] == str(DEPENDENCY_COMM), line  # a dependency, never an MPI message
     return out
+
+
+def random_trace(rng: random.Random, n: int) -> TaskTrace:
+    """Main fragments creating tasks, nested tasks, random RAW edges forward in creation order."""
+    rows = []
+    last_main = -1
+    for i in range(n):
+        r = rng.random()
+        if i == 0 or r < 0.15:
+            rows.append(("main", -1, rng.randint(0, 20)))
+            last_main = i
+        elif r < 0.3:
+            rows.append(("nested", rng.randrange(i), rng.randint(0, 50)))
+        else:
+            rows.append(("task", last_main, rng.randint(0, 50)))
+    raw = [tuple(sorted(rng.sample(range(n), 2))) for _ in range(2 * n)]
+    return make(rows, raw)

@@ -60,6 +60,24 @@ def test_every_help_ends_with_an_example(capsys, command):
     assert not [a.dest for a in subcommands.choices[command]._actions if not a.help]
 
 
+def test_a_command_imports_its_own_stack_only():
+    """`tareador trace` (what every rank of an MPI run starts) neither registers the other
+    commands nor loads matplotlib or frida before it needs them; `tareador --help` lists them all."""
+    probe = ("import sys\nfrom tareador.cli.main import main\ntry:\n    main(sys.argv[1:])\n"
+             "except SystemExit:\n    pass\nprint(' '.join(sorted(m for m in sys.modules\n"
+             "                       if m.startswith(('tareador.cli.', 'matplotlib', 'frida')))))")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+
+    def loaded(*argv: str) -> set[str]:
+        run = subprocess.run([sys.executable, "-c", probe, *argv], env=env, capture_output=True, text=True, check=True)
+        return set(run.stdout.splitlines()[-1].split())
+
+    assert loaded("trace", "--help") == {"tareador.cli.main", "tareador.cli.trace"}
+    everything = loaded("--help")
+    assert {f"tareador.cli.{name}" for name in SUBCOMMANDS} <= everything
+    assert not [m for m in everything if m.startswith(("matplotlib", "frida"))]
+
+
 def test_not_found_hints(echo, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["trace", "--no-progress", "--", "./nope"]) == 2

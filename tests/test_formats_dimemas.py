@@ -10,7 +10,6 @@ import pytest
 from tareador.errors import DimError
 from tareador.formats.dimemas import read_dim, write_dim
 from tareador.synthesis.ompss import write_dim_traces
-from tareador.taskgraph.dag import dag_from_trace
 from tests.helpers import make
 
 BLOCKS = ["1:0:0:1.5\n20:0:0:7003:2\n2:0:0:1:1048576:1:0:0\n2:0:0:1:0:8:9:0:3\n1:0:0:2.5e-3\n",
@@ -30,7 +29,7 @@ def test_round_trip_all_record_kinds(tmp_path):
 
 def test_header_and_trailer_offsets(tmp_path):
     trace = make([("main", -1, 5), ("a", 0, 10), ("b", 0, 20), ("main", -1, 1)], [(1, 3), (2, 3)])
-    write_dim_traces(dag_from_trace(trace), tmp_path, 1e9)
+    write_dim_traces(trace.dag, tmp_path, 1e9)
     data = (tmp_path / "ompss.dim").read_bytes()
     header = re.match(rb'#DIMEMAS:"ompss":1,(\d{15}):1\(4\),0\n', data)
     assert header

@@ -13,7 +13,6 @@ from tareador.formats.paraver import schedule_run, write_paraver
 from tareador.simulation.dimemas_engine import replay
 from tareador.simulation.list_scheduler import simulate
 from tareador.simulation.machine import Machine
-from tareador.taskgraph.dag import dag_from_trace
 from tests.helpers import THREE_THREADS, TWO_RANKS, fork_join, make
 
 FIELDS = {"1": 8, "2": 8, "3": 15}
@@ -40,7 +39,7 @@ def check_prv(path, end_ns: int, threads: int) -> list[list[int]]:
 
 
 def test_simulated_run(tmp_path):
-    dag = dag_from_trace(fork_join(width=3))
+    dag = fork_join(width=3).dag
     s = simulate(dag, 2)
     run = schedule_run(dag.names, s.start, s.finish, s.core.astype(np.int64), 2, dag.dep_src, dag.dep_dst,
                        dag.dep_bytes)
@@ -72,7 +71,7 @@ def test_task_types_of_back_to_back_instances(tmp_path):
     labelled with its own task type, so the time per type is the work of that type."""
     t = make([("main", -1, 0), ("a", 0, 5), ("b", 0, 7), ("a", 0, 3), ("c", 0, 0), ("main", -1, 2)],
              [(1, 2), (2, 3)])
-    dag = dag_from_trace(t)
+    dag = t.dag
     s = simulate(dag, 1)
     run = schedule_run(dag.names, s.start, s.finish, s.core.astype(np.int64), 1, dag.dep_src, dag.dep_dst,
                        dag.dep_bytes)
@@ -94,7 +93,7 @@ def test_replayed_run(tmp_path):
 
 
 def test_chrome(tmp_path):
-    dag = dag_from_trace(fork_join(width=3))
+    dag = fork_join(width=3).dag
     s = simulate(dag, 2)
     path = write_chrome(tmp_path / "c.json", "2 cores", dag.names, dag.ids, s.start / 1e3, (s.finish - s.start) / 1e3,
                         s.core, dag.dep_src, dag.dep_dst)

@@ -128,7 +128,9 @@ def test_warnings(compile_c, tmp_path):
     """bump: counter, a global not passed, read then written: inout by name. fill_a and fill_b
     write all of shared (8 ints = 32 bytes) without reading it: out, and a WAW between them that
     no RAW orders (peek reads shared[0] after fill_a, but fill_b reads nothing). peek reads
-    shared[0] (in [0, 4)) and writes main's `seen` through its pointer (out). The WAR peek ->
+    shared[0] (in: its item is the region fill_a and fill_b write, shared[0:8], which starts
+    where theirs do) and writes main's `seen` through its pointer (out, shared: an OpenMP task
+    copies the locals of the function creating it). The WAR peek ->
     fill_b and the WAW fill_a -> fill_b are what renaming removes; kept, fill_b waits for peek."""
     out = tmp_path / "t"
     t = trace([str(compile_c(write_c(tmp_path, "warn", WARNINGS)))], out, progress=False)
@@ -137,7 +139,7 @@ def test_warnings(compile_c, tmp_path):
         "bump": "#pragma omp task depend(inout: counter)",
         "fill_a": "#pragma omp task depend(out: shared[0:8])",
         "fill_b": "#pragma omp task depend(out: shared[0:8])",
-        "peek": "#pragma omp task depend(in: shared[0:1]) depend(out: seen)",
+        "peek": "#pragma omp task depend(in: shared[0:8]) depend(out: seen) shared(seen)",
     }
     assert h.warnings[:2] == [
         "bump: global counter is accessed (inout) but not passed to the task: the clause names it directly; "
@@ -178,7 +180,7 @@ def test_bad_input(tmp_path, cholesky_hints):
 
 
 @pytest.mark.parametrize("name, row, message", [
-    ("accesses.csv", "1,nosuch,0,8,-1,-1", "object 'nosuch' is not in objects.csv; the file is corrupt"),
+    ("accesses.csv", "1,nosuch,0,0,8,-1,-1", "object 'nosuch' is not in objects.csv; the file is corrupt"),
     ("calls.csv", "1,potrf,/p,0,0,zz;0x1", "arguments 'zz;0x1' are not ';'-separated hex numbers; the file is corrupt"),
 ])
 def test_corrupt_rows(tmp_path, cholesky_hints, name, row, message):
@@ -208,20 +210,68 @@ def kernels(source, first: str, last: str) -> str:
 @pytest.mark.parametrize("name, args, sizes, first, last", [
     ("cholesky", ["3", "16"], {"TS": 16}, "static double *alloc_tile", "int main("),
     ("heat", ["64", "16", "2"], {"n": 64}, "static double *alloc_grid", "int main("),
+    ("cholesky_tiles", ["4", "16"], {"TS": 16}, "#define TILE", "int main("),
+    ("sparselu", ["6", "8"], {"BS": 8}, "/* A block of zeros", "int main("),
+    ("heat_blocks", ["16", "4", "3"], {"bs": 4}, "static double *alloc_cells", "int main("),
+    ("chainside", ["4", "1000"], {}, "static double work", "int main("),
+    ("integrate", ["2", "100"], {}, "static double f(", "static void node("),
 ])
-def test_openmp_examples_use_the_generated_pragmas(compile_c, tmp_path, name, args, sizes, first, last):
+def test_openmp_examples_use_the_generated_pragmas(traced_example, tmp_path, name, args, sizes, first, last):
     """examples/<name>_omp/<name>_omp.c: the pragmas are those hints prints for a trace of
-    examples/<name>/<name>.c, and the kernels (everything before main) are the same text, so the
-    OpenMP version does the work that was traced. Built with -fopenmp, it runs right on 2 threads."""
+    examples/<name>/<name>.c, and the kernels (the text from `first` to `last`) are the same, so
+    the OpenMP version does the work that was traced. Built with -fopenmp, it runs right on 1
+    and 2 threads and passes its own check. The pragmas order every dependence the trace
+    recorded: on cholesky_tiles, whose tiles are parts of one allocation, each named by
+    TILE(i, k); on sparselu (BOTS' pattern), where fwd reads part of the diagonal block lu0
+    writes and the code creating the tasks allocates and zeroes the fill-in blocks and fills the
+    table of blocks; on heat_blocks, where a task reads only an edge of each neighbour block; on
+    integrate, whose tasks write their results through a pointer into their parent's locals."""
     traced, omp = EXAMPLES / name / f"{name}.c", EXAMPLES / f"{name}_omp" / f"{name}_omp.c"
-    trace([str(compile_c(traced)), *args], tmp_path / "t", progress=False)
-    h = load_hints(str(tmp_path / "t"))
+    h = load_hints(str(traced_example(name, *args)))
+    assert h.unenforced == []
     assert checked_in_pragmas(omp) == {th.function: pragmas(th, sizes)[0] for th in h.types}
     assert kernels(omp, first, last) == kernels(traced, first, last)
     exe = tmp_path / f"{name}_omp"
     subprocess.run(["cc", "-O2", "-fopenmp", str(omp), "-o", str(exe), "-lm"], check=True)
-    run = subprocess.run([str(exe), *args], capture_output=True, text=True, env={"OMP_NUM_THREADS": "2"})
-    assert run.returncode == 0 and "threads=2" in run.stdout and "check=ok" in run.stdout
+    for threads in ("1", "2"):
+        run = subprocess.run([str(exe), *args], capture_output=True, text=True, env={"OMP_NUM_THREADS": threads})
+        assert run.returncode == 0 and f"threads={threads}" in run.stdout and "check=ok" in run.stdout, run.stdout
+
+
+def test_integrate_asks_for_the_taskwaits_and_nothing_else(traced_example):
+    """integrate 2 100 (split 1 creates splits 2 and 3, each two leaves): each split's code after
+    its two children adds what they wrote into its locals left and right (3 places, in the frames
+    of node), and main reads the root's result from its local total after it (1 place): a
+    taskwait before each. The tasks also read spawn's parameters (at -O0, in spawn's frame) to
+    pass them to their bodies, which the parent's next spawn overwrites: values an OpenMP task
+    copies when created, so no WAR that OpenMP keeps, and T∞ without renaming is the traced one."""
+    h = load_hints(str(traced_example("integrate", "2", "100")))
+    assert h.warnings == [
+        f"{who} reads {frame} after tasks wrote it, at {places} place(s): put a #pragma omp taskwait (OmpSs-2: "
+        f"#pragma oss taskwait) before each"
+        for who, frame, places in (("the program's own code", "stack:main", 1),
+                                   ("split: its code after creating tasks", "stack:node", 3))]
+    assert h.unenforced == [] and h.tinf_without_renaming == h.tinf == h.tinf_pragmas
+
+
+def test_shared_only_the_creators_own_variables():
+    """shared(x) where the item is x's own storage: &x, an array x, x + i, &x[i], an array of
+    pointers q itself; not what a pointer variable p points at (p, p + i, &p[i]) nor an element
+    of q followed (q[i]): the task's copy of the pointer reaches the item, and the creator's
+    pointer variable may be gone when the task runs (integrate's spawn returns at once). A
+    variable the caller's debug information does not list is shared, as before."""
+    from tareador.analyses.hint_clauses import Clause, shared_variable
+    from tareador.analyses.signatures import OTHER, POINTER, POINTERS
+
+    kinds = {"x": OTHER, "p": POINTER, "q": POINTERS}
+
+    def item(target, kind="stack", position=0):
+        return Clause(target, "a", position, kind, "stack:main", 64, (0, 8), element=8)
+
+    assert [shared_variable(item(t), kinds) for t in ("&x", "x", "x + 1", "&x[i]", "&p", "q", "&q[i]", "y")] == [
+        "x", "x", "x", "x", "p", "q", "q", "y"]
+    assert [shared_variable(item(t), kinds) for t in ("p", "p + 1", "&p[i]", "q[i]", "q[i] + 1")] == [""] * 5
+    assert shared_variable(item("x", "heap"), kinds) == shared_variable(item("x", position=-1), kinds) == ""
 
 
 def test_heat_warnings(compile_c, tmp_path):
@@ -266,14 +316,18 @@ int main(void)
 def test_task_without_a_call_names_objects(compile_c, tmp_path):
     """Task bodies written inline after their markers: no call to take arguments from, so the
     heap block malloc'ed at line 7 is named as objects.csv names it (the first call after sum's
-    start marker is its end marker: not a body). fill writes its 4 ints
-    (bytes [0, 16)): out; sum reads buf[1] and buf[2] (bytes [4, 12)): in."""
+    start marker is its end marker: not a body). fill writes its 4 ints (bytes [0, 16)): out;
+    sum reads buf[1] and buf[2] (bytes [4, 12)) of that region, so its item is the region too
+    (the same start as fill's: OpenMP matches items by their start): in. main's locals i (fill's
+    loop counter) and s (sum's result, read after tareador_OFF) are each touched by one task
+    alone: locals of the task's block, no clause."""
     trace([str(compile_c(write_c(tmp_path, "inline", INLINE)))], tmp_path / "t", progress=False)
     h = load_hints(str(tmp_path / "t"))
     assert {th.name: (th.function, pragmas(th, {})[0]) for th in h.types} == {
         "fill": ("", "#pragma omp task depend(out: heap:inline.c:7#0)"),
-        "sum": ("", "#pragma omp task depend(in: ((char *) &heap:inline.c:7#0)[4:8])"),
+        "sum": ("", "#pragma omp task depend(in: heap:inline.c:7#0)"),
     }
+    assert {th.name: th.own_locals for th in h.types} == {"fill": ["stack:main"], "sum": ["stack:main"]}
     assert h.warnings == [
         f"{name}: heap:inline.c:7#0 reach the task through no argument and have no name in the program: its pragmas "
         f"name them as objects.csv does; make the task a call of a function that is passed them, right after its marker"
@@ -288,12 +342,25 @@ def test_sections_and_call_arguments(tmp_path):
     from tareador.render.hints import section, symbolic
 
     assert [symbolic(n, {"TS": 16, "N": 3}) for n in (16, 256, 48, 9, 5)] == ["TS", "TS*TS", "TS*N", "N*N", "5"]
-    tile = Clause("A[k][k]", "a", 0, "heap", "heap:x#0", 2048, "inout", (0, 2048), (0, 2048), element=8)
+    tile = Clause("A[k][k]", "a", 0, "heap", "heap:x#0", 2048, (0, 2048), "inout", element=8)
     assert section(tile, {"TS": 16}) == "A[k][k][0:TS*TS]" and section(tile, {}, ";") == "A[k][k][0;256]"
-    bytes_of = Clause("p + 1", "p", 0, "heap", "heap:x#0", 64, "in", (4, 12), None, element=1)
+    bytes_of = Clause("p + 1", "p", 0, "heap", "heap:x#0", 64, (4, 12), "in", element=1)
     assert section(bytes_of, {}) == "((char *) (p + 1))[4:8]"
-    offset = Clause("p + 1", "p", 0, "heap", "heap:x#0", 64, "in", (8, 24), None, element=8)
-    assert section(offset, {}) == "(p + 1)[1:2]"
+    # Sections follow an identifier with subscripts only (GCC 12): p + 1 and &a[i] are rebased.
+    offset = Clause("p + 1", "p", 0, "heap", "heap:x#0", 64, (8, 24), "in", element=8)
+    assert section(offset, {}) == "p[2:2]"
+    rebased = Clause("&a[i * n]", "p", 0, "heap", "heap:x#0", 4096, (0, 128), "in", element=8)
+    assert section(rebased, {"n": 16}) == "a[i * n:n]" and section(rebased, {}, ";") == "a[i * n;16]"
+    # An item starting before the pointer: OpenMP wants no negative lower bound.
+    below = Clause("x + 1", "x", 0, "heap", "heap:x#0", 512, (-8, 504), "in", element=8)
+    assert section(below, {"N": 64}) == "x[0:N]"
+    below_bytes = Clause("p", "p", 0, "heap", "heap:x#0", 64, (-4, 8), "in", element=1)
+    assert section(below_bytes, {}) == "(((char *) p) - 4)[0:12]"
+    # No section may follow a macro's result, nor start below a bare pointer: the first element.
+    tile = Clause("TILE(i, k)", "a", 0, "heap", "heap:A#0", 8192, (0, 2048), "in", element=8, first_element=True)
+    assert section(tile, {"TS": 16}) == "TILE(i, k)[0]"
+    inside = Clause("x", "x", 0, "heap", "heap:x#0", 512, (-8, 504), "in", element=8, first_element=True)
+    assert section(inside, {}) == "x[-1]"
     assert _split_arguments("  f(a[g(i, j)],\n    &b[k], (c + 1) * 2); // f(x)", "f") == ("a[g(i, j)]", "&b[k]",
                                                                                     "(c + 1) * 2")
 
@@ -349,11 +416,12 @@ int main(void)
 
 def test_nested_task_reads_what_its_earlier_fragment_wrote(compile_c, tmp_path):
     """parent is cut into two fragments by child; its second reads p[0], which its first wrote:
-    not read before written by the instance, so parent is out on p[0..2] (bytes [0, 12)), not
-    inout. child writes p[1] (bytes [4, 8))."""
+    not read before written by the instance, so parent is out, not inout. The writes cut buf into
+    three regions: p[0] by parent's first fragment, p[1] by child, p[2] by parent's second; each
+    is one list item, so parent has two and child one."""
     trace([str(compile_c(write_c(tmp_path, "nested", NESTED)))], tmp_path / "t", progress=False)
     h = load_hints(str(tmp_path / "t"))
     assert {th.name: pragmas(th, {})[0] for th in h.types} == {
-        "parent": "#pragma omp task depend(out: buf[0:3])",
+        "parent": "#pragma omp task depend(out: buf[0:1], buf[2:1])",
         "child": "#pragma omp task depend(out: p[1:1])",
     }

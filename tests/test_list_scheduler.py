@@ -8,17 +8,31 @@ import numpy as np
 import pytest
 
 from tareador.analyses.speedup import parallelism_profile, study, utilisation
+from tareador.errors import TraceDirError
 from tareador.simulation.list_scheduler import simulate
 from tareador.simulation.machine import Machine
-from tareador.taskgraph.dag import dag_from_trace, load_dag
-from tareador.taskgraph.metrics import schedule_edges
 from tareador.taskgraph.model import Dependency, Fragment, TaskTrace
-from tareador.taskgraph.store import save
-from tests.helpers import chain_and_side, fork_join, make, program
+from tareador.taskgraph.store import load_dag, save
+from tests.helpers import chain_and_side, fork_join, make, program, random_trace
+
+
+def precedence(trace: TaskTrace) -> set[tuple[int, int]]:
+    """The schedule's constraints written out fragment by fragment, as model.py states them: the
+    reference the array construction of dag.py is checked against."""
+    ids = {t.id for t in trace.fragments}
+    edges = {(d.src, d.dst) for d in trace.deps if d.kind == "RAW" and d.src != d.dst}
+    last_fragment: dict[int, int] = {}
+    for t in sorted(trace.fragments, key=lambda t: t.id):
+        if t.instance in last_fragment:
+            edges.add((last_fragment[t.instance], t.id))
+        elif t.parent in ids:
+            edges.add((t.parent, t.id))
+        last_fragment[t.instance] = t.id
+    return edges
 
 
 def makespans(trace: TaskTrace, cores, policy="cp", overhead=0) -> list[int]:
-    dag = dag_from_trace(trace)
+    dag = trace.dag
     return [simulate(dag, c, policy, overhead).makespan for c in cores]
 
 
@@ -35,7 +49,7 @@ def test_fork_join():
 
 def test_amdahl_serial_fraction():
     t = make([("main", -1, 30)] + [("work", 0, 10)] * 7, [])
-    result = study(dag_from_trace(t), [1, 7, None], "cp", Machine(instructions_per_second=10))
+    result = study(t.dag, [1, 7, None], "cp", Machine(instructions_per_second=10))
     assert result.t1 == 10.0 and result.tinf == 4.0 and result.parallelism == 2.5
     rows = result.rows()
     assert [r["time"] for r in rows] == [10.0, 4.0, 4.0]
@@ -59,7 +73,7 @@ def test_breadth_first_takes_tasks_as_they_become_ready():
     cp, bottom levels a 5, b 4, c 4, d 6: d,a; then b (4, created first) at 1; c at 5: 9."""
     t = make([("main", -1, 0), ("a", 0, 1), ("b", 0, 4), ("c", 0, 4), ("d", 0, 6)], [(1, 3)])
     assert [makespans(t, [2], p)[0] for p in ("fifo", "bf", "cp")] == [10, 8, 9]
-    bf = simulate(dag_from_trace(t), 2, "bf")
+    bf = simulate(t.dag, 2, "bf")
     assert bf.start.tolist() == [0, 0, 0, 4, 1]
     assert makespans(t, [1, None], "bf") == [15, 6]
 
@@ -84,11 +98,11 @@ def test_unbounded_cores_give_exactly_the_critical_path():
 
 def test_overhead_is_paid_by_tasks_not_main():
     assert makespans(fork_join(), [4, 1], overhead=5) == [15, 60]
-    assert study(dag_from_trace(fork_join()), [4], "cp", Machine(), overhead=5).rows()[0]["speedup"] == pytest.approx(40 / 15)
+    assert study(fork_join().dag, [4], "cp", Machine(), overhead=5).rows()[0]["speedup"] == pytest.approx(40 / 15)
 
 
 def test_utilisation_and_profile():
-    s = simulate(dag_from_trace(fork_join(width=3)), 2)
+    s = simulate(fork_join(width=3).dag, 2)
     assert s.makespan == 20
     assert utilisation(s).tolist() == [1.0, 0.5]
     times, running = parallelism_profile(s)
@@ -98,9 +112,9 @@ def test_utilisation_and_profile():
 def test_idle_cores_count_in_utilisation():
     """A chain on 4 cores keeps one core busy: 4 utilisations, efficiency 1/4."""
     t = make([("main", -1, 0), ("a", 0, 10), ("a", 0, 10), ("a", 0, 10)], [(1, 2), (2, 3)])
-    s = simulate(dag_from_trace(t), 4)
+    s = simulate(t.dag, 4)
     assert utilisation(s).tolist() == [1.0, 0.0, 0.0, 0.0]
-    row = study(dag_from_trace(t), [4], "cp", Machine()).rows()[0]
+    row = study(t.dag, [4], "cp", Machine()).rows()[0]
     assert row["utilisation"] == [1.0, 0.0, 0.0, 0.0] and row["efficiency"] == 0.25
 
 
@@ -108,14 +122,14 @@ def test_fast_loader_matches_schedule_edges(tmp_path):
     rows = [("main", -1, 3), ("a", 0, 5), ("b", 1, 7), ("main", -1, 2), ("a", 3, 4), ("main", -1, 1)]
     t = make(rows, [(1, 4), (2, 4), (4, 5), (4, 4)], war=[(4, 1)])
     save(t, tmp_path / "d")
-    fast, slow = load_dag(tmp_path / "d"), dag_from_trace(t)
-    assert set(zip(fast.src.tolist(), fast.dst.tolist())) == schedule_edges(t.fragments, t.deps)
+    fast, slow = load_dag(tmp_path / "d"), t.dag
+    assert set(zip(fast.src.tolist(), fast.dst.tolist())) == precedence(t)
     for name in ("ids", "counter", "weight", "src", "dst", "dep_src", "dep_dst", "dep_bytes", "is_main"):
         assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
     assert fast.names == slow.names
 
 
-def test_fast_loader_falls_back_for_quoted_names(tmp_path):
+def test_loader_reads_quoted_names(tmp_path):
     save(make([("main", -1, 1), ('odd, "name"', 0, 2)], []), tmp_path / "d")
     assert load_dag(tmp_path / "d").names == ["main", 'odd, "name"']
 
@@ -133,35 +147,18 @@ def test_critical_path_first_beats_fifo_by_five():
     d ends at 12 = the critical path 1 + 1 + 10, so CP wins by exactly 5.
     """
     t = make([("main", -1, 1), ("a", 0, 5), ("a", 0, 5), ("c", 0, 1), ("d", 0, 10)], [(3, 4)])
-    dag = dag_from_trace(t)
+    dag = t.dag
     fifo, cp = simulate(dag, 2, "fifo"), simulate(dag, 2, "cp")
     assert fifo.makespan == 17 and cp.makespan == 12 == t.tinf
     assert fifo.start.tolist() == [0, 1, 1, 6, 7] and cp.start.tolist() == [0, 1, 6, 1, 2]
-
-
-def random_trace(rng: random.Random, n: int) -> TaskTrace:
-    """Main fragments creating tasks, nested tasks, random RAW edges forward in creation order."""
-    rows = []
-    last_main = -1
-    for i in range(n):
-        r = rng.random()
-        if i == 0 or r < 0.15:
-            rows.append(("main", -1, rng.randint(0, 20)))
-            last_main = i
-        elif r < 0.3:
-            rows.append(("nested", rng.randrange(i), rng.randint(0, 50)))
-        else:
-            rows.append(("task", last_main, rng.randint(0, 50)))
-    raw = [tuple(sorted(rng.sample(range(n), 2))) for _ in range(2 * n)]
-    return make(rows, raw)
 
 
 @pytest.mark.parametrize("seed", range(25))
 def test_schedules_are_valid_and_within_graham_bounds(seed):
     rng = random.Random(seed)
     t = random_trace(rng, rng.randint(2, 60))
-    dag = dag_from_trace(t)
-    edges = schedule_edges(t.fragments, t.deps)
+    dag = t.dag
+    edges = precedence(t)
     for policy in ("cp", "fifo"):
         assert simulate(dag, None, policy).makespan == t.tinf
         assert simulate(dag, 1, policy).makespan == t.t1
@@ -180,12 +177,12 @@ def test_schedules_are_valid_and_within_graham_bounds(seed):
 
 def test_cycles_unknown_ids_and_policies_are_errors():
     with pytest.raises(ValueError, match="cycle"):
-        simulate(dag_from_trace(make([("main", -1, 1), ("a", 0, 1), ("b", 0, 1)], [(1, 2), (2, 1)])), 2)
-    with pytest.raises(ValueError, match="not in tasks.csv"):
-        dag_from_trace(make([("main", -1, 1)], [(0, 7)]))
+        simulate(make([("main", -1, 1), ("a", 0, 1), ("b", 0, 1)], [(1, 2), (2, 1)]).dag, 2)
+    with pytest.raises(TraceDirError, match=r"^deps.csv:2: dependency 0 -> 7 names a task that is not in tasks.csv"):
+        make([("main", -1, 1)], [(0, 7)]).dag
     with pytest.raises(ValueError, match="policy"):
-        simulate(dag_from_trace(fork_join()), 2, "lifo")
-    assert simulate(dag_from_trace(make([], [])), 4).makespan == 0
+        simulate(fork_join().dag, 2, "lifo")
+    assert simulate(make([], []).dag, 4).makespan == 0
 
 
 def test_ids_need_not_be_row_numbers():
@@ -206,7 +203,7 @@ def test_help_first_creator_keeps_its_core_and_bf_puts_the_chain_behind_the_side
     t = chain_and_side(32)
     assert t.t1 == 96
     assert [makespans(t, [2], p)[0] for p in ("bf", "fifo", "cp")] == [79, 64, 64]
-    bf = simulate(dag_from_trace(t), 2, "bf")
+    bf = simulate(t.dag, 2, "bf")
     chains = [4 * i + 1 for i in range(32)]
     assert [bf.start[c] for c in chains[:3]] == [0, 17, 19] and bf.finish[chains[-1]] == 79
     assert set(bf.core[[0, 2, 4, 126, 128]].tolist()) == {0}  # main never left core 0
@@ -219,11 +216,11 @@ def test_work_first_runs_the_child_and_queues_the_creator():
     waits for chain 0: main goes on (fragment 6) and creates side 1, which runs [1, 2]. t=2:
     chain 1 [2, 4] and main's last fragment. Makespan 4, the chain's own length."""
     t = chain_and_side(2)
-    s = simulate(dag_from_trace(t), 2, "bf", creation="work-first")
+    s = simulate(t.dag, 2, "bf", creation="work-first")
     assert s.start.tolist() == [0, 0, 0, 0, 1, 2, 1, 1, 2]
     assert s.core.tolist() == [0, 0, 1, 1, 1, 1, 1, 1, 0]
     assert s.makespan == 4
-    help_first = simulate(dag_from_trace(t), 2, "bf")
+    help_first = simulate(t.dag, 2, "bf")
     assert help_first.start.tolist() == [0, 0, 0, 0, 0, 2, 0, 1, 0] and help_first.makespan == 4
 
 
@@ -241,7 +238,7 @@ def test_a_continuation_that_waited_for_data_goes_before_queued_tasks():
              Fragment(4, "B", 4, 3, 0, 0, 5), Fragment(5, "P", 1, 0, 0, 0, 1),
              Fragment(6, "C", 6, 5, 0, 0, 5), Fragment(7, "P", 1, 0, 0, 0, 1),
              Fragment(8, "main", 0, -1, 0, 0, 0)]
-    s = simulate(dag_from_trace(TaskTrace(tasks, [Dependency(2, 7, "RAW", "x", 8)], [])), 2, "bf")
+    s = simulate(TaskTrace(tasks, [Dependency(2, 7, "RAW", "x", 8)], []).dag, 2, "bf")
     assert s.start.tolist() == [0, 0, 1, 1, 3, 2, 5, 4, 0]
     assert s.core.tolist() == [0, 1, 0, 1, 1, 1, 0, 0, 0]
     assert s.makespan == 10
@@ -254,7 +251,7 @@ def test_runtime_costs_fall_where_they_occur():
     [19, 30]. T1 stays 40 (no runtime in the sequential run)."""
     t = program(*[("w", 10, [])] * 4)
     machine = Machine(instructions_per_second=1e9, creation_cost=2e-9, start_cost=1e-9)
-    result = study(dag_from_trace(t), [2, 1], "fifo", machine)
+    result = study(t.dag, [2, 1], "fifo", machine)
     first, one = result.schedules
     assert first.start.tolist() == [0, 2, 2, 8, 4, 13, 6, 19, 8] and first.makespan == 30
     assert one.makespan == 40 + 4 * 2 + 4 * 1

@@ -46,7 +46,7 @@ def test_an_outlier_does_not_bend_its_types_model():
 
 def test_bytes_accessed_are_the_union_of_what_a_fragment_read_and_wrote():
     t = TaskTrace([Fragment(0, "main", 0, -1, 0, 1, 1), Fragment(1, "a", 1, 0, 1, 2, 1)], [], [])
-    rows = [Access(1, "x", 0, 100, 50, 150), Access(1, "y", -1, -1, 0, 8), Access(1, "z", 10, 20, -1, -1)]
+    rows = [Access(1, "x", 0, 0, 100, 50, 150), Access(1, "y", 0, -1, -1, 0, 8), Access(1, "z", 0, 10, 20, -1, -1)]
     assert accessed_bytes(t, rows).tolist() == [0, 150 + 8 + 10]
 
 

@@ -1,6 +1,6 @@
 """The MPI examples, built by examples/Makefile with each real MPI and run untraced under its real
-mpiexec (4 ranks oversubscribe this 2-core machine); and what tareador.tracing.mpi_launch knows
-about launching: the environment each MPI needs, where a rank finds its number."""
+mpiexec (4 ranks oversubscribe this 2-core machine); and what tareador knows about launching: the
+environment each MPI needs (tracing.mpi_launch), where a rank finds its number (workers)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from tareador.tracing.mpi_launch import MPICH, MPIS, OPEN_MPI, rank
+from tareador.tracing.mpi_launch import MPICH, MPIS, OPEN_MPI
+from tareador.workers import launch_rank
 from tests.helpers import EXAMPLES, MPI_EXAMPLES, require
 
 
@@ -45,12 +46,12 @@ def test_rank_from_each_launchers_environment(tmp_path, mpi, argv):
     assert run.returncode == 0, run.stderr
     environments = [dict(line.split("=", 1) for line in p.read_text().splitlines() if "=" in line)
                     for p in tmp_path.iterdir()]
-    assert sorted(rank(e) for e in environments) == [0, 1, 2, 3]
+    assert sorted(launch_rank(e) for e in environments) == [0, 1, 2, 3]
 
 
 def test_no_rank_outside_a_launcher():
-    assert rank({"PATH": "/usr/bin"}) is None
-    assert rank({"PMI_RANK": ""}) is None
+    assert launch_rank({"PATH": "/usr/bin"}) is None
+    assert launch_rank({"PMI_RANK": ""}) is None
 
 
 def test_mpi4py_runs_with_open_mpi_whichever_libmpi_so_is_first(tmp_path):

@@ -141,8 +141,9 @@ def test_a_full_disk_names_the_file_and_leaves_no_truncated_file(chain, tmp_path
     assert run.stderr.startswith(f"tareador: {out}/simulation-1.prv: File too large;") and run.stderr.count("\n") == 1
     assert list(out.iterdir()) == []
     # The trace directory's tables: one byte short, tasks.csv is not written at all.
-    run = limited((d / "tasks.csv").stat().st_size - 1, "-c", "import sys; from tareador.taskgraph.store import "
-                  "load, save; save(load(sys.argv[1]), sys.argv[2])", str(d), str(tmp_path / "copy"))
+    copy = "import sys; from tareador import load; from tareador.taskgraph.store import save; " \
+           "save(load(sys.argv[1]), sys.argv[2])"
+    run = limited((d / "tasks.csv").stat().st_size - 1, "-c", copy, str(d), str(tmp_path / "copy"))
     assert run.returncode == 1 and "File too large" in run.stderr
     assert list((tmp_path / "copy").iterdir()) == []
 
@@ -152,7 +153,7 @@ def test_sigterm_midway_is_a_stop_like_ctrl_c(tmp_path, capsys, monkeypatch):
     default action would kill Python before the cleanup ran)."""
     import signal
 
-    from tareador.analyses import speedup
+    from tareador.cli import simulate
     from tareador.files import output_file
     from tareador.taskgraph.store import save
     from tests.helpers import fork_join
@@ -166,7 +167,7 @@ def test_sigterm_midway_is_a_stop_like_ctrl_c(tmp_path, capsys, monkeypatch):
             f.write("never written")
         raise AssertionError("SIGTERM did not stop the command")
 
-    monkeypatch.setattr(speedup, "study", study_then_sigterm)
+    monkeypatch.setattr(simulate, "study", study_then_sigterm)
     assert main(["simulate", str(trace_dir), "--cores", "2"]) == 128 + signal.SIGTERM
     assert capsys.readouterr().err == "tareador: stopped by SIGTERM\n"
     assert not any(p.name.endswith(".tmp") or p.name == "speedup.csv" for p in trace_dir.iterdir())

@@ -13,7 +13,7 @@ import pytest
 
 from tareador import __version__
 from tareador.errors import MachineError
-from tareador.simulation.machine import bundled_machines, load_machine
+from tareador.simulation.machine_files import bundled_machines, load_machine
 from tests.helpers import ROOT
 
 

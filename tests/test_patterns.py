@@ -17,7 +17,7 @@ import pytest
 from tareador.analyses.patterns import figures, statistics
 from tareador.formats.dimemas import read_dim
 from tareador.simulation.dimemas_engine import replay
-from tareador.simulation.machine import BUNDLED, load_machine
+from tareador.simulation.machine_files import BUNDLED, load_machine
 from tareador.taskgraph.patterns import TransferPattern
 from tareador.tracing import toolchain
 from tareador.tracing.mpi_launch import MPICH, MPIS, OPEN_MPI
@@ -270,6 +270,25 @@ def test_overlap_command_table_files_and_tolerable_reduction(traced):
     reference = out["reference_time"]
     keeping = [p["bandwidth"] for p in out["points"] if p["times"]["real"] <= reference * (1 + 1e-9)]
     assert out["tolerable_bandwidth_reduction"]["real"] == 100 / min(keeping) > 1
+
+
+def test_overlap_that_does_not_pay_says_so(traced, tmp_path):
+    """With a 1 ms latency every one of the 16 chunks of a message costs more than the overlap
+    saves: the overlapped runs are slower even at the machine's own bandwidth, so there is no
+    tolerable reduction (it said x1), and the output says why."""
+    machine = tmp_path / "slow.toml"
+    machine.write_text(CLUSTER.read_text().replace("inter_latency = 1e-5", "inter_latency = 1e-3"))
+    run_dir = traced(OPEN_MPI, "linear", "linear")
+    r = tareador("overlap", run_dir, "--machine", machine, "--bandwidth", "1,100", "--chunks", "16", "--json")
+    out = json.loads(r.stdout)
+    assert out["tolerable_bandwidth_reduction"] == {"real": None, "ideal": None}
+    at100 = next(p for p in out["points"] if p["bandwidth"] == 100)
+    assert out["slowdown"]["real"] == pytest.approx(at100["times"]["real"] / out["reference_time"])
+    assert out["slowdown"]["real"] > 1
+    assert all(p["speedup_real"] < 1 and p["speedup_ideal"] < 1 for p in out["points"])
+    r = tareador("overlap", run_dir, "--machine", machine, "--bandwidth", "1,100", "--chunks", "16")
+    assert "real none (overlap does not pay), ideal none (overlap does not pay)" in r.stdout
+    assert "each message is sent as 16 chunks and each chunk pays the latency" in r.stdout
 
 
 def test_overlap_refuses_bad_input_in_one_line(tmp_path, traced, compile_c):

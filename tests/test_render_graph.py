@@ -46,6 +46,18 @@ def test_order_through_main_survives_folding(tmp_path):
     assert re.search(r"^\s*1 -> 4 \[.*dashed", text, re.M) and "main #" not in text
 
 
+def test_creation_edge_also_carrying_a_war_is_drawn(tmp_path):
+    """main reads c's result, then creates a, which overwrites what main read (WAR main -> a):
+    a still follows c. The creation edge used to vanish when a WAR ran along it, and c -> a with it."""
+    tasks = [Fragment(0, "main", 0, -1, 0, 1, 1), Fragment(1, "c", 1, 0, 1, 11, 10),
+             Fragment(2, "main", 0, -1, 11, 12, 1), Fragment(3, "a", 3, 2, 12, 22, 10),
+             Fragment(4, "main", 0, -1, 22, 23, 1)]
+    deps = [Dependency(1, 2, "RAW", "r", 8), Dependency(2, 3, "WAR", "r", 8)]
+    assert dot_edges(write_graph(TaskTrace(tasks, deps, [], {}), tmp_path)["graph (dot)"]) == {(1, 3)}
+    shown = write_graph(TaskTrace(tasks, deps, [], {}), tmp_path / "main", show_main=True)["graph (dot)"]
+    assert dot_edges(shown) == {(0, 1), (1, 2), (2, 3), (2, 4)}  # 0 -> 2 is implied
+
+
 def test_too_large_to_lay_out_writes_the_dot_and_says_why(tmp_path):
     tasks = [Fragment(0, "main", 0, -1, 0, 0, 0)] + [Fragment(i, "t", i, 0, i, i, 5) for i in range(1, 2502)]
     said = []

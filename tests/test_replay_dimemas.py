@@ -8,9 +8,9 @@ from tareador.errors import DimError, MachineError
 from tareador.formats.dimemas import read_dim
 from tareador.simulation.dimemas_config import parse_cfg
 from tareador.simulation.dimemas_engine import replay
-from tareador.simulation.machine import BUNDLED, Machine, load_machine, parse_toml
+from tareador.simulation.machine import Machine, parse_toml
+from tareador.simulation.machine_files import BUNDLED, load_machine
 from tareador.synthesis.ompss import write_dim_traces
-from tareador.taskgraph.dag import dag_from_trace
 from tests.helpers import THREE_THREADS, TWO_RANKS, cfg, dim, fork_join
 
 NETWORK = Machine(nodes=2, inter_latency=1e-5, inter_bandwidth=100.0, in_links=1, out_links=1)
@@ -149,7 +149,7 @@ def test_preempting_priorities_are_refused(tmp_path):
 
 def test_ompss_dim_replays_to_the_simulated_critical_path(tmp_path):
     trace = fork_join(width=5, work=1234)
-    write_dim_traces(dag_from_trace(trace), tmp_path, 1e9)
+    write_dim_traces(trace.dag, tmp_path, 1e9)
     ompss, authentic = read_dim(tmp_path / "ompss.dim"), read_dim(tmp_path / "authentic.dim")
     for policy in ("fifo", "cp"):
         assert replay(ompss, Machine(cores_per_node=64, policy=policy)).makespan == pytest.approx(trace.tinf / 1e9)

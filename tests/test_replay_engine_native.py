@@ -10,12 +10,11 @@ from tareador.formats.dimemas import read_dim, write_dim
 from tareador.simulation import dimemas_engine as engine
 from tareador.simulation.machine import Machine
 from tareador.synthesis.ompss import write_dim_traces
-from tareador.taskgraph.dag import dag_from_trace
 from tests.helpers import fork_join
 
 
 def test_pausing_for_progress_changes_nothing(tmp_path, monkeypatch):
-    write_dim_traces(dag_from_trace(fork_join(width=9, work=1000)), tmp_path, 1e9)
+    write_dim_traces(fork_join(width=9, work=1000).dag, tmp_path, 1e9)
     trace = read_dim(tmp_path / "ompss.dim")
     machine = Machine(cores_per_node=2, policy="rr", quantum=3e-7)
     whole = engine.replay(trace, machine, record=True)

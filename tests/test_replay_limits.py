@@ -18,7 +18,6 @@ from tareador.simulation import dimemas_engine as engine
 from tareador.simulation.dimemas_engine import replay
 from tareador.simulation.list_scheduler import simulate
 from tareador.simulation.machine import Machine
-from tareador.taskgraph.dag import dag_from_trace
 from tareador.taskgraph.store import save
 from tests.helpers import ROOT, THREE_THREADS, TWO_RANKS, dim, fork_join
 
@@ -98,7 +97,7 @@ def test_absurd_values_are_one_line_errors(tmp_path, capsys, machine, argv, mess
 def test_idle_cores_cost_nothing(tmp_path):
     """A trillion cores schedule like as many cores as instances; a machine of a trillion CPUs per
     node replays TWO_RANKS as one CPU per node does, its second node's first CPU numbered 10^12 + 1."""
-    dag = dag_from_trace(fork_join(width=4, work=10))
+    dag = fork_join(width=4, work=10).dag
     huge, enough = simulate(dag, 10 ** 12), simulate(dag, dag.n)
     assert (huge.start.tolist(), huge.core.tolist(), huge.makespan) == (enough.start.tolist(), enough.core.tolist(), 10)
     network = dict(nodes=2, inter_latency=1e-5, inter_bandwidth=100.0)

@@ -18,7 +18,8 @@ from tareador.formats.dimemas import read_dim, write_dim
 from tareador.formats.paraver import pcf_value_labels
 from tareador.simulation.dimemas_config import parse_cfg
 from tareador.simulation.dimemas_engine import replay
-from tareador.simulation.machine import BUNDLED, MB, Machine, load_machine, parse_toml
+from tareador.simulation.machine import MB, Machine, parse_toml
+from tareador.simulation.machine_files import BUNDLED, load_machine
 from tareador.tracing.mpi_launch import MPIS
 from tests.helpers import call, dim, make_run
 

@@ -15,7 +15,8 @@ import pytest
 from tareador.errors import MachineError
 from tareador.formats.dimemas import read_dim, write_dim
 from tareador.simulation.dimemas_engine import replay
-from tareador.simulation.machine import BUNDLED, Machine, load_machine, parse_toml
+from tareador.simulation.machine import Machine, parse_toml
+from tareador.simulation.machine_files import BUNDLED, load_machine
 from tareador.tracing.mpi_launch import MPICH
 from tests.helpers import TWO_RANKS, cfg, require
 

@@ -7,7 +7,6 @@ from tareador.formats.paraver import TASK_EVENT
 from tareador.simulation.dimemas_engine import replay
 from tareador.simulation.machine import Machine
 from tareador.synthesis.ompss import write_dim_traces
-from tareador.taskgraph.dag import dag_from_trace
 from tests.helpers import TWO_RANKS, make
 
 
@@ -23,7 +22,7 @@ def test_cpus_are_numbered_across_nodes(tmp_path):
 
 def test_task_types_are_named_by_the_traces_pcf(tmp_path):
     trace = make([("main", -1, 5), ("alpha", 0, 10), ("beta", 0, 20), ("main", -1, 1)], [(1, 3), (2, 3)])
-    written = write_dim_traces(dag_from_trace(trace), tmp_path, 1e9)
+    written = write_dim_traces(trace.dag, tmp_path, 1e9)
     assert [p.name for p in written] == ["ompss.dim", "ompss.pcf", "authentic.dim", "authentic.pcf"]
     names = {0: "End", 1: "main", 2: "alpha", 3: "beta"}
     for name in ("ompss.dim", "authentic.dim"):

@@ -16,9 +16,9 @@ import pytest
 from tareador.formats.dimemas import read_dim, write_dim
 from tareador.formats.paraver import PRIORITY_EVENT, pcf_value_labels
 from tareador.simulation.dimemas_engine import replay
-from tareador.simulation.machine import BUNDLED, MB, Machine
+from tareador.simulation.machine import MB, Machine
+from tareador.simulation.machine_files import BUNDLED
 from tareador.synthesis.ompss import write_dim_traces
-from tareador.taskgraph.dag import dag_from_trace
 from tareador.tracing.mpi_launch import MPIS
 from tests.helpers import call, make, make_run
 
@@ -131,7 +131,7 @@ def test_rows_of_task_parallel_traces(tmp_path):
     """One process: a row per thread, named by the one task type each ompss.dim thread runs;
     the authentic trace's only thread runs them all."""
     trace = make([("main", -1, 5), ("alpha", 0, 10), ("beta", 0, 20), ("main", -1, 1)], [(1, 3), (2, 3)])
-    write_dim_traces(dag_from_trace(trace), tmp_path, 1e9)
+    write_dim_traces(trace.dag, tmp_path, 1e9)
     ompss = replay(read_dim(tmp_path / "ompss.dim"), Machine(cores_per_node=2), record=True).paraver
     assert ompss.thread_labels == ["thread 0 main", "thread 1 alpha", "thread 2 beta", "thread 3 main"]
     # ompss.dim sets each thread's priority (event 6999), which Dimemas keeps out of its Paraver trace

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tareador.simulation.machine import BUNDLED
+from tareador.simulation.machine_files import BUNDLED
 from tareador.taskgraph.store import save
 from tests.helpers import THREE_THREADS, chain_and_side, fork_join, make, program
 

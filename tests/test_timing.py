@@ -135,7 +135,7 @@ def run_cli(capsys, *argv) -> tuple[int, str, str]:
 def test_a_marked_program_times_itself(compile_c, tmp_path, capsys):
     """Natively, no tracer: every fragment of the trace gets its median; each nap sleeps 30 ms;
     simulate --durations measured then gives T1 and T-inf of those nanoseconds exactly (T-inf by
-    the trace's own critical path, metrics.py, on the measured weights)."""
+    the trace's own critical path, dag.span, on the measured weights)."""
     from tareador.taskgraph.durations import measured_trace
     from tareador.taskgraph.store import load_trace
 

@@ -99,5 +99,6 @@ def test_a_local_is_named_by_the_frame_that_holds_it(compile_c, tmp_path, opt):
     name = {x.id: x.name for x in t.fragments}
     raw = {(name[d.src], name[d.dst], d.object, d.bytes) for d in t.deps if d.kind == "RAW"}
     assert raw == {("fill_first", "first", "stack:first", 16), ("fill_second", "second", "stack:second", 16)}
-    captured = {h.name: h.captured for h in load_hints(str(out)).types}
-    assert captured["fill_first"] == ["stack:first"] and captured["fill_second"] == ["stack:second"]
+    # hints names the local by its frame too: each child's item is on the x its parent then reads.
+    named = {h.name: [c.example for c in h.clauses] for h in load_hints(str(out)).types}
+    assert named["fill_first"] == ["stack:first"] and named["fill_second"] == ["stack:second"]

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from tareador.simulation.list_scheduler import simulate
-from tareador.taskgraph.dag import dag_from_trace
-from tareador.taskgraph.metrics import schedule_edges
+from tareador.taskgraph.dag import schedule_edges
 from tareador.tracing.run import trace
 from tests.helpers import EXAMPLES, write_c
 
@@ -59,7 +58,7 @@ def test_child_reads_parent_and_parent_reads_child(compile_c, tmp_path):
     t = traced(compile_c, tmp_path, "twoway", TWO_WAY)
     assert rows(t) == [("main", 0, -1), ("parent", 1, 0), ("child", 2, 1), ("parent", 1, 0), ("main", 0, -1)]
     assert raw_edges(t) == {(1, 2, "x", 4), (2, 3, "y", 4)}
-    assert schedule_edges(t.fragments, t.deps) == {(0, 1), (1, 2), (2, 3), (1, 3), (0, 4)}
+    assert schedule_edges(t.dag) == {(0, 1), (1, 2), (2, 3), (1, 3), (0, 4)}
     assert t.summary["instances"] == 2 and t.summary["task_fragments"] == 3
     assert t.tinf == sum(x.instructions for x in t.fragments[:4])
 
@@ -81,11 +80,11 @@ int main(void) {
     assert rows(t) == [("main", 0, -1), ("long", 1, 0), ("main", 0, -1), ("parent", 3, 2), ("child", 4, 3),
                        ("parent", 3, 2), ("main", 0, -1)]
     assert raw_edges(t) == set()
-    edges = schedule_edges(t.fragments, t.deps)
+    edges = schedule_edges(t.dag)
     assert edges == {(0, 1), (0, 2), (2, 3), (3, 4), (3, 5), (2, 6)}
     w = {x.id: x.instructions for x in t.fragments}
     assert t.tinf == longest(w, edges) == max(w[0] + w[1], w[0] + w[2] + w[3] + w[4])
-    on_two = simulate(dag_from_trace(t), 2)
+    on_two = simulate(t.dag, 2)
     assert on_two.start[4] >= on_two.finish[3]  # the child never runs before its parent's first fragment
     assert on_two.makespan == t.tinf
 
@@ -113,7 +112,7 @@ int main(void) {
                        ("main", 0, -1)]
     assert raw_edges(t) == {(1, 2, "x", 4), (2, 3, "y", 4), (3, 4, "z", 4), (4, 5, "w", 4), (5, 6, "v", 4)}
     creation, chains = {(0, 1), (1, 2), (2, 3)}, {(2, 4), (1, 5), (0, 6)}
-    assert schedule_edges(t.fragments, t.deps) == creation | chains | {(s, d) for s, d, _, _ in raw_edges(t)}
+    assert schedule_edges(t.dag) == creation | chains | {(s, d) for s, d, _, _ in raw_edges(t)}
     assert t.tinf == t.t1  # the data flow makes it a chain
     assert t.summary["instances"] == 3
 
@@ -138,7 +137,7 @@ int main(void) {
     assert names == ["main", "parent", "child", "parent", "child", "parent", "child", "parent", "main"]
     assert [(s, d) for s, d, obj, b in sorted(raw_edges(t)) if obj == "r"] == [(2, 7), (4, 7), (6, 7)]
     assert all(b == 8 for s, d, obj, b in raw_edges(t) if obj == "r")
-    edges = schedule_edges(t.fragments, t.deps)
+    edges = schedule_edges(t.dag)
     assert {(1, 2), (3, 4), (5, 6), (1, 3), (3, 5), (5, 7)} <= edges
     w = {x.id: x.instructions for x in t.fragments}
     assert t.tinf == longest(w, edges)
@@ -241,7 +240,7 @@ def test_treesum_example_exact_dag(compile_c, tmp_path, capsys, levels):
     assert len(sums) == 1
     assert {(s, d) for s, d, obj, b in raw_edges(t) if obj == sums[0]} == raw
     assert all(b == 8 for s, d, obj, b in raw_edges(t) if obj == sums[0])
-    edges = schedule_edges(t.fragments, t.deps)
+    edges = schedule_edges(t.dag)
     w = {x.id: x.instructions for x in t.fragments}
     assert t.tinf == longest(w, edges)
     leaves = [x.instructions for x in t.fragments if x.name == "leaf"]

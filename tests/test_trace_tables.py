@@ -15,7 +15,7 @@ import pytest
 from tareador import load
 from tareador.errors import TracingError
 from tareador.taskgraph import columns
-from tareador.taskgraph.metrics import critical_path_length
+from tareador.taskgraph.dag import span
 from tareador.tracing import driver
 from tareador.tracing.run import trace
 from tests.helpers import EXAMPLES, ROOT, write_c
@@ -134,7 +134,7 @@ def test_a_fragment_with_more_edges_than_a_buffer(compile_c, tmp_path, small_buf
     assert into_last == [(f, "RAW", 8) for f in fills]
     assert len({d.object for d in t.deps if d.dst == last}) == 10
     rows = [r.split(",") for r in (tmp_path / "g" / "accesses.csv").read_text().splitlines()[1:]]
-    reads = {r[1]: (int(r[2]), int(r[3])) for r in rows if int(r[0]) == last and r[1].startswith("heap")}
+    reads = {r[1]: (int(r[3]), int(r[4])) for r in rows if int(r[0]) == last and r[1].startswith("heap")}
     assert len(reads) == 10 and set(reads.values()) == {(0, 16)}  # hull of ints 0 and 3
 
 
@@ -184,8 +184,8 @@ def test_the_binary_tables_are_the_csvs(compile_c, tmp_path):
         [d.object for d in t.deps]
     accesses = columns.read_table(tmp_path / "t", "accesses")
     text = [r.split(",") for r in (tmp_path / "t" / "accesses.csv").read_text().splitlines()[1:]]
-    assert [[str(a["task"]), names["objects"][a["object"]]] + [str(a[c]) for c in ("read_lo", "read_hi", "write_lo",
-                                                                                    "write_hi")]
+    assert [[str(a["task"]), names["objects"][a["object"]]] + [str(a[c]) for c in ("part", "read_lo", "read_hi",
+                                                                                    "write_lo", "write_hi")]
             for a in accesses] == text
     calls = columns.read_table(tmp_path / "t", "calls")
     assert [names["functions"][c] for c in calls["function"]] == \
@@ -196,9 +196,9 @@ def test_the_binary_tables_are_the_csvs(compile_c, tmp_path):
                                            ("heat", ["32", "8", "2"]), ("sparselu", ["4", "8"])])
 def test_the_agents_critical_path_is_the_loaded_traces(compile_c, tmp_path, example, args):
     """T∞ is computed in the agent, fragment by fragment, as tables stream out; loaded back from
-    the CSVs, the same trace's critical path (taskgraph/metrics.py) is the same number."""
+    the CSVs, the same trace's critical path (taskgraph/dag.py's span) is the same number."""
     exe = compile_c(EXAMPLES / example / f"{example}.c", "-O2 -fno-inline")
     t = trace([str(exe), *args], tmp_path / example, progress=False)
     loaded = load(tmp_path / example)
-    assert t.summary["tinf"] == loaded.summary["tinf"] == critical_path_length(loaded.fragments, loaded.deps)
+    assert t.summary["tinf"] == loaded.summary["tinf"] == span(loaded.dag)
     assert t.summary["t1"] == sum(x.instructions for x in loaded.fragments)

@@ -1,15 +1,11 @@
 """The examples of benchmarks/predict_vs_real.py: each traced program has exactly the task graph
-its header derives, and its OpenMP version (built from the pragmas tareador hints gives, corrected
-by hand where its header says) has the same kernels and computes the same result on 2 threads."""
+its header derives. (Their OpenMP versions carry the pragmas tareador hints prints, and run right
+on 1 and 2 threads: tests/test_hints.py::test_openmp_examples_use_the_generated_pragmas, on the
+same traces.)"""
 
 from __future__ import annotations
 
-import subprocess
-
-import pytest
-
-from tareador.tracing.run import trace
-from tests.helpers import EXAMPLES
+from tareador.taskgraph.store import load_trace
 
 
 def task_edges(t) -> tuple[list[str], set[tuple[int, int]]]:
@@ -32,8 +28,8 @@ def writers(created: list[tuple[str, list, list]]) -> tuple[list[str], set[tuple
     return [name for name, _, _ in created], edges
 
 
-def test_chainside(compile_c, tmp_path):
-    t = trace([str(compile_c(EXAMPLES / "chainside" / "chainside.c")), "4", "1000"], tmp_path / "t", progress=False)
+def test_chainside(traced_example):
+    t = load_trace(traced_example("chainside", "4", "1000"))
     names, edges = task_edges(t)
     assert names == ["chain", "side"] * 4
     assert edges == {(1, 3), (3, 5), (5, 7)}
@@ -66,11 +62,11 @@ def sparselu_tasks(nb: int) -> list[tuple[str, list, list]]:
     return created
 
 
-def test_sparselu_with_fill_in(compile_c, tmp_path):
+def test_sparselu_with_fill_in(traced_example):
     """6 x 6 blocks: lu0, fwd, bdiv, bmod in BOTS' order with the fill-in main allocates; every
     part of a block a task reads or updates comes from the last task that wrote it; the zeros of
     each fill-in block (a block absent from the pattern) from main, to the first bmod of it."""
-    t = trace([str(compile_c(EXAMPLES / "sparselu" / "sparselu.c")), "6", "4"], tmp_path / "t", progress=False)
+    t = load_trace(traced_example("sparselu", "6", "8"))
     names, edges = task_edges(t)
     created = sparselu_tasks(6)
     assert (names, edges) == writers(created)
@@ -108,13 +104,12 @@ def heat_blocks_tasks(nb: int, iterations: int) -> list[tuple[str, list, list]]:
     return created
 
 
-def test_heat_blocks_names_its_blocks(compile_c, tmp_path):
+def test_heat_blocks_names_its_blocks(traced_example):
     """4 x 4 blocks of 4 x 4 cells, 3 iterations: each jacobi_block reads its block and its
     neighbours' of the previous iteration, each residual_block its block of both grids. (A
     jacobi_block writes every cell of its block: no read of the block it overwrites, unlike the
     writers() rule, hence the written blocks' earlier writers are left out.)"""
-    t = trace([str(compile_c(EXAMPLES / "heat_blocks" / "heat_blocks.c")), "16", "4", "3"], tmp_path / "t",
-              progress=False)
+    t = load_trace(traced_example("heat_blocks", "16", "4", "3"))
     names, edges = task_edges(t)
     created = heat_blocks_tasks(4, 3)
     last, expected = {}, set()
@@ -125,11 +120,11 @@ def test_heat_blocks_names_its_blocks(compile_c, tmp_path):
     assert edges == expected
 
 
-def test_integrate_divide_and_conquer(compile_c, tmp_path):
+def test_integrate_divide_and_conquer(traced_example):
     """LEVELS 2: split(1) creates split(2) and split(3), each two leaves; each split's third
     fragment reads 8 bytes from each child (its leaf's fragment or its split's third); main
     reads the root's."""
-    t = trace([str(compile_c(EXAMPLES / "integrate" / "integrate.c")), "2", "100"], tmp_path / "t", progress=False)
+    t = load_trace(traced_example("integrate", "2", "100"))
     splits = [x for x in t.fragments if x.name == "split"]
     assert [x.name for x in t.fragments if x.starts_instance and not x.is_main] == ["split", "split", "leaf", "leaf",
                                                                                  "split", "leaf", "leaf"]
@@ -146,22 +141,3 @@ def test_integrate_divide_and_conquer(compile_c, tmp_path):
                     and t.fragments[[y.id for y in t.fragments].index(x.parent)].instance == s]
         assert len(children) == 2
         assert into[last[s]] >= {(last[c], 8) for c in children}
-
-
-@pytest.mark.parametrize("name, args, first, last", [
-    ("chainside", ["8", "2000"], "static double work", "int main("),
-    ("heat_blocks", ["32", "8", "3"], "static double *alloc_cells", "int main("),
-    ("sparselu", ["8", "8"], "static double *new_block", "int main("),
-    ("integrate", ["3", "100"], "static double f(", "static void node("),
-])
-def test_openmp_versions_compute_the_same(tmp_path, name, args, first, last):
-    """The kernels (the source from `first` to `last`) are the same text in both versions."""
-    traced, omp = EXAMPLES / name / f"{name}.c", EXAMPLES / f"{name}_omp" / f"{name}_omp.c"
-    texts = [source.read_text() for source in (traced, omp)]
-    one, other = (text[text.index(first):text.index(last)] for text in texts)
-    assert one == other
-    exe = tmp_path / f"{name}_omp"
-    subprocess.run(["cc", "-O2", "-fopenmp", str(omp), "-o", str(exe), "-lm"], check=True)
-    for threads in ("1", "2"):
-        run = subprocess.run([str(exe), *args], capture_output=True, text=True, env={"OMP_NUM_THREADS": threads})
-        assert run.returncode == 0 and f"threads={threads}" in run.stdout and "check=ok" in run.stdout, run.stdout

@@ -10,7 +10,6 @@ import pytest
 
 from tareador.analyses.whatif import whatif
 from tareador.simulation.machine import Machine
-from tareador.taskgraph.dag import dag_from_trace
 from tareador.taskgraph.model import PROGRAM
 from tareador.taskgraph.store import save
 from tareador.tracing.run import trace
@@ -30,7 +29,7 @@ def trace_dir(tmp_path):
 
 
 def test_times_by_hand():
-    w = whatif(dag_from_trace(long_and_short()), [2, math.inf], [1, 2, None], "cp", Machine(instructions_per_second=1))
+    w = whatif(long_and_short().dag, [2, math.inf], [1, 2, None], "cp", Machine(instructions_per_second=1))
     assert (w.t1, w.tinf) == (110, 70)
     assert [(t.name, t.instances, t.work, t.critical) for t in w.types] == [
         ("long", 1, 60, 60), ("short", 4, 40, 0), (PROGRAM, 2, 10, 10)]
@@ -52,13 +51,13 @@ def test_one_critical_path_of_two_equal_ones():
     """Two branches of equal length: the earliest-created holds the critical path, yet
     accelerating it gains nothing because the other is as long; the simulation says so."""
     t = make([("main", -1, 0), ("a", 0, 10), ("b", 0, 10), ("main", -1, 0)], [(1, 3), (2, 3)])
-    w = whatif(dag_from_trace(t), [2], [None])
+    w = whatif(t.dag, [2], [None])
     assert {x.name: x.critical for x in w.types} == {"a": 10, "b": 0, PROGRAM: 0}
     assert w.benefit("a", 2, None) == w.benefit("b", 2, None) == 1.0
 
 
 def test_a_factor_below_one_slows_and_fractions_round_to_whole_instructions():
-    w = whatif(dag_from_trace(long_and_short()), [0.5, 3], [1])
+    w = whatif(long_and_short().dag, [0.5, 3], [1])
     assert w.accelerated["short", 0.5] == [150]
     assert w.accelerated["short", 3] == [110 - 4 * 10 + 4 * 3]  # 10/3 is 3 instructions
 

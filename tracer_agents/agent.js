@@ -27,7 +27,11 @@ const RUNTIME_GLOBALS = new Set(['stdin', 'stdout', 'stderr', 'environ', '__envi
 
 /* What mpi.c calls in the MPI library itself (through PMPI_, which its hooks do not see). */
 const MPI_QUERIES = ['Type_size', 'Type_get_extent', 'Type_get_true_extent', 'Get_count', 'Comm_size', 'Comm_rank',
-  'Comm_group', 'Group_translate_ranks', 'Group_free'];
+  'Comm_group', 'Group_translate_ranks', 'Group_free', 'Type_get_envelope', 'Type_get_contents', 'Type_free'];
+/* The names of the rows an MPI_Start or MPI_Startall of a persistent request makes, by the
+ * request's kind (mpi.c's Persistent.kind): what the started operation is to the run. */
+const STARTED_ROWS = ['MPI_Start', 'MPI_Startall'].flatMap(start =>
+  ['MPI_Send_init', 'MPI_Bsend_init', 'MPI_Ssend_init', 'MPI_Rsend_init', 'MPI_Recv_init'].map(init => `${start}:${init}`));
 /* Files and row sizes of mpi.c's tables: calls, completions, communicators, world ranks. */
 const MPI_TABLES = [['mpi-calls.bin', 56], ['mpi-completions.bin', 16], ['mpi-comms.bin', 32], ['mpi-ranks.bin', 4]];
 /* ... and of patterns.c's: message buffers, element times. */
@@ -38,6 +42,7 @@ let endings = null;
 let shipping = false;   /* finish() has begun, on some thread */
 let shipped = false;    /* ... and Python has the tables */
 let mainReturned = false;
+let abortWaits = false;  /* trace --mpi under tareador mpirun: MPI_Abort waits to be killed (watchAbort) */
 let threadsCreated = 0;
 let childrenStarted = 0;
 const globalNames = {};
@@ -152,6 +157,7 @@ function loadNative(options) {
     original: fn(lib, 'tr_original', 'pointer', ['pointer']),
     state: lib.getExportByName('tr_state'),
     statusFn: fn(lib, 'tr_status', 'void', ['pointer']),
+    inAllocator: fn(lib, 'tr_in_allocator', 'uint32', []),
     status() {
       const out = Memory.alloc(80);
       this.statusFn(out);
@@ -245,7 +251,7 @@ function loadMpi(source, library) {
   /* Whole pages: zeroed. */
   const state = Memory.alloc(Process.pageSize);
   const symbols = { tareador_mpi: state, tareador_thread: native.thread };
-  for (const name of ['tr_enter_mpi', 'tr_leave_mpi', 'tr_mpi_access', 'tr_grow', 'tr_pattern_send',
+  for (const name of ['tr_enter_mpi', 'tr_leave_mpi', 'tr_mpi_polled', 'tr_mpi_access', 'tr_grow', 'tr_pattern_send',
     'tr_pattern_receive'])
     symbols[name] = lib.getExportByName(name);
   for (const name of MPI_QUERIES)
@@ -280,6 +286,12 @@ function hookMpi(mpi) {
       /* Too short to hook (a constant's getter): its calls go unrecorded. */
     }
   }
+  new NativeFunction(mpi.cm.mpi_start_names, 'void', ['uint64'])(mpi.names.length);
+  for (const name of STARTED_ROWS) {
+    mpi.names.push(name);
+    mpi.modelled.push(true);
+  }
+  watchAbort(mpi);
   for (const name of ['MPI_Init', 'MPI_Init_thread']) {
     const init = mpi.library.findExportByName(name);
     if (init === null) continue;
@@ -291,6 +303,23 @@ function hookMpi(mpi) {
       onLeave() { if (this.paused) follow(this.threadId); },
     });
   }
+}
+
+/* MPI_Abort ends every rank of the job: the trace of this one is shipped first, named by the
+ * program's line. Under tareador mpirun (abortWaits) the program then waits to be killed instead
+ * of aborting the job, so that the other ranks' tracers are stopped as for a crash and write
+ * theirs; otherwise the real MPI_Abort goes on. */
+function watchAbort(mpi) {
+  const abort = mpi.library.findExportByName('MPI_Abort');
+  if (abort === null) return;
+  const pause = new NativeFunction(Module.getGlobalExportByName('pause'), 'int', []);
+  Interceptor.attach(abort, {
+    onEnter(args) {
+      finish({ kind: 'abort', status: args[1].toInt32(), where: describe(this.returnAddress.sub(1)) });
+      if (abortWaits)
+        for (;;) pause();
+    },
+  });
 }
 
 /* ON/OFF do not nest: ON while on is ignored (and counted for a warning), the first OFF ends the
@@ -316,10 +345,17 @@ function stopFollowing(context, threadId) {
   Stalker.unfollow(threadId);
 }
 
+/* Set when the program crashed inside the allocator: Frida's symbol lookup allocates with the
+ * program's malloc, whose lock the crash may hold, so names are left to the driver's addr2line. */
+let heapLocked = false;
+
 /* Frida's line lookup is approximate; the module path and offset let the driver ask addr2line. */
 function describe(address) {
-  const s = DebugSymbol.fromAddress(address);
   const m = Process.findModuleByAddress(address);
+  if (heapLocked)
+    return { function: '', file: '', line: 0, module: m ? m.name : '', path: m ? m.path : '',
+      offset: m ? address.sub(m.base).toInt32() : 0 };
+  const s = DebugSymbol.fromAddress(address);
   return { function: s.name || '', file: s.fileName ? s.fileName.split('/').pop() : '', line: s.lineNumber || 0,
     module: s.moduleName || '', path: m ? m.path : '', offset: m ? address.sub(m.base).toInt32() : 0 };
 }
@@ -445,11 +481,11 @@ function finish(ending) {
   if (native.mpi !== null) {
     const mpi = native.mpi;
     const [calls, completions, comms, ranks] = MPI_TABLES.map((t, which) => writeTable(c => mpi.table(which, c), t));
-    const out = Memory.alloc(32);
+    const out = Memory.alloc(48);
     mpi.status(out);
     const v = i => out.add(8 * i).readS64().toNumber();
-    meta.mpi = { library: mpi.kind, names: mpi.names, modelled: mpi.modelled, rank: v(0), size: v(1), noncontiguous: v(2), pending: v(3),
-      counts: { calls, completions, comms, ranks } };
+    meta.mpi = { library: mpi.kind, names: mpi.names, modelled: mpi.modelled, rank: v(0), size: v(1), complex: v(2),
+      pending: v(3), unpatterned: v(4), counts: { calls, completions, comms, ranks } };
   }
   meta.patterns = null;
   if (native.patterns !== null) {
@@ -578,10 +614,45 @@ function install(options) {
     },
   });
   Process.setExceptionHandler(details => {
-    finish({ kind: 'crash', signal: details.type, address: details.address.toString(),
-      where: describe(originalAddress(details.address)), stack_overflow: nearStackPointer(details) });
+    heapLocked = native.shadow.inAllocator() !== 0;
+    const address = originalAddress(details.address);
+    const caller = inProgram(address) ? null : programCaller(details.context);
+    finish({ kind: 'crash', signal: details.type, address: address.toString(),
+      where: describe(caller === null ? address : caller.sub(1)), stack_overflow: nearStackPointer(details),
+      library: caller === null ? null : describe(address).module, in_allocator: heapLocked });
     return false;
   });
+}
+
+function inProgram(address) {
+  return native.program.some(m => address.compare(m.base) >= 0 && address.compare(m.base.add(m.size)) < 0);
+}
+
+/* A crash inside a library (abort() raising SIGABRT from pthread_kill, a fault in memcpy): the
+ * innermost return address into the program's own code, found by scanning the stack for a word
+ * that points just after a call instruction of the program (Frida's backtracers allocate with
+ * the program's malloc, which a crash in the allocator may hold). */
+function programCaller(context) {
+  const SCAN = 65536;
+  try {
+    for (let at = context.sp; at.compare(context.sp.add(SCAN)) < 0; at = at.add(8)) {
+      const value = at.readPointer();
+      if (inProgram(value) && afterCall(value)) return value;
+    }
+  } catch (error) {
+    /* the end of the stack's mapping */
+  }
+  return null;
+}
+
+function afterCall(address) {
+  try {
+    const op = k => address.sub(k).readU8();
+    const reg = k => (address.sub(k - 1).readU8() >> 3) & 7;   /* ModRM's reg field: 2 is call */
+    return op(5) === 0xe8 || [2, 3, 4, 6, 7].some(k => op(k) === 0xff && reg(k) === 2);
+  } catch (error) {
+    return false;
+  }
 }
 
 /* A fault within reach of the stack pointer is the stack running out (it is handled on the
@@ -634,6 +705,7 @@ function checkFixedAddresses() {
 
 rpc.exports = {
   init(options) {
+    abortWaits = options.abortWaits;
     native = loadNative(options);
     endings = loadEndings(native.shadow.lib);
     checkFixedAddresses();

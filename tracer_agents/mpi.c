@@ -7,9 +7,13 @@
  * from inside another is part of it) one row is recorded: the call, the fragment that made it
  * and the instruction counter. Inside the call nothing is analysed or counted (shadow.c's
  * tr_enter_mpi / tr_leave_mpi). The calls tareador models also get their peer (a world rank),
- * tag, communicator and bytes, and their effect on data: a send reads its whole buffer when it is
- * called, a receive writes its whole buffer when it completes (a Recv at its return, an Irecv at
- * the Wait or Test that completes it), charged to the fragment making that call.
+ * tag, communicator and bytes, and their effect on data: a send reads its buffer when it is
+ * called, a receive writes its buffer when it completes (a Recv at its return, an Irecv at the
+ * Wait or Test that completes it), charged to the fragment making that call; a buffer is the
+ * bytes its datatype covers, laid out from MPI_Type_get_envelope/get_contents. Each MPI_Start of
+ * a persistent request is a row of its own, as an Isend or Irecv. A test that completes nothing
+ * (or a probe that finds nothing) is waiting: it leaves no row, and a loop of them is one wait
+ * (shadow.c's tr_mpi_polled).
  *
  * The two ABIs differ (handles are 32-bit integers in MPICH, pointers in Open MPI; statuses and
  * the special values differ): see Abi below. A CModule's statics are read-only at run time, so
@@ -21,8 +25,9 @@
 #define NO_TASK 0xffffffffu
 #define NOT_COMPLETED (~(guint64) 0)
 
-extern guint64 tr_enter_mpi (guint32 * task);
+extern guint64 tr_enter_mpi (guint32 * task, guint32 poll);
 extern void tr_leave_mpi (void);
+extern void tr_mpi_polled (void);
 extern guint32 tr_mpi_access (guint64 address, guint64 size, guint32 is_write);
 extern gpointer tr_grow (gpointer table, guint64 * capacity, guint64 row_size);
 /* Communication patterns (patterns.c): a no-op unless trace --mpi enabled them. */
@@ -41,6 +46,10 @@ extern gint PMPI_Comm_rank (guint64 comm, gint * rank);
 extern gint PMPI_Comm_group (guint64 comm, guint64 * group);
 extern gint PMPI_Group_translate_ranks (guint64 group, gint n, const gint * ranks, guint64 other, gint * out);
 extern gint PMPI_Group_free (guint64 * group);
+extern gint PMPI_Type_get_envelope (guint64 type, gint * ints, gint * addresses, gint * types, gint * combiner);
+extern gint PMPI_Type_get_contents (guint64 type, gint ints, gint addresses, gint types, gpointer int_array,
+    gpointer address_array, gpointer type_array);
+extern gint PMPI_Type_free (guint64 * type);
 
 /* One row per call, shipped to Python at the end (decode.py's MPI_CALL_ROW). */
 typedef struct {
@@ -54,7 +63,15 @@ typedef struct {
 typedef struct { guint64 call, request; } Completion;   /* a Wait/Test row completed a request */
 /* A communicator: its world ranks are ranks[first .. first + size), in communicator rank order. */
 typedef struct { guint64 handle; guint32 alive, me; guint64 size, first; } Comm;
-typedef struct { guint64 handle, call, buf, type; gint64 count; guint32 number, receive, comm, pad; } Request;
+/* A request under way: the handle MPI gave it and where the program keeps it (at). Requests that
+ * complete at once share one handle (both MPIs), so a Wait/Test's handle is matched by where it
+ * lies first, and by value only when the program copied it elsewhere. */
+typedef struct { guint64 handle, at, call, buf, type; gint64 count; guint32 number, receive, comm, pad; } Request;
+/* A persistent request (MPI_Send_init, MPI_Recv_init, ...): what each MPI_Start of it sends or
+ * receives. kind: 0..3 MPI_Send/Bsend/Ssend/Rsend_init, 4 MPI_Recv_init. */
+typedef struct { guint64 handle, buf, type; gint64 count; gint32 peer, tag; guint32 comm, kind; } Persistent;
+/* Bytes of one element of a datatype, from its start: (offset, length) runs, in typemap order. */
+typedef struct { gint64 offset, length; } Block;
 typedef struct { guint64 handle; guint32 comm, pad; } Message;   /* from MPI_Mprobe to MPI_Mrecv */
 
 typedef struct { gpointer rows; guint64 count, capacity; } Table;
@@ -71,11 +88,17 @@ typedef struct {
   guint64 receive_row, receive_buf, receive_type, receive_status;
   gint64 receive_count;
   guint32 receive_comm, receiving;
-  /* ... or a collective's. */
-  guint64 write_address, write_span;
+  /* ... or a collective's (write_type 0: none). */
+  guint64 write_buf, write_type;
+  gint64 write_count;
   Table calls, completions, comms, ranks, requests, messages, statuses, handles;
-  guint64 requests_made, noncontiguous;
-  guint64 write_element;   /* the element size of a collective's receive buffer */
+  guint64 requests_made;
+  guint64 complex;         /* buffers of datatypes too complex to lay out: taken as their true extent */
+  guint64 unpatterned;     /* non-contiguous message buffers, left out of the patterns */
+  Table persistents, blocks, scratch;
+  guint64 blocks_floor, scratch_top;
+  guint64 start_names;     /* the agent's index of "MPI_Start:MPI_Send_init", the first started-row name */
+  guint32 poll, pad2;
 } MpiState;
 
 extern MpiState tareador_mpi;
@@ -97,13 +120,15 @@ static const Abi OPEN_MPI = { 8, 24, 0, 4, 0, 1, -2, -32766 };
 
 enum {
   UNMODELLED, INIT, FINALIZE, COMM_USE, COMM_NEW, COMM_FREE,
-  SEND, ISEND, RECV, IRECV, SENDRECV, SENDRECV_REPLACE, MPROBE, IMPROBE, MRECV, IMRECV,
+  SEND, ISEND, RECV, IRECV, SENDRECV, SENDRECV_REPLACE, MPROBE, IMPROBE, MRECV, IMRECV, IPROBE,
+  SEND_INIT, RECV_INIT, START, STARTALL,
   WAIT, TEST, WAITALL, TESTALL, WAITANY, TESTANY, WAITSOME, TESTSOME, REQUEST_FREE,
   BARRIER, BCAST, REDUCE, ALLREDUCE, GATHER, GATHERV, SCATTER, SCATTERV, ALLGATHER, ALLGATHERV,
   ALLTOALL, ALLTOALLV, REDUCE_SCATTER, REDUCE_SCATTER_BLOCK
 };
 
-/* at: the argument holding the new communicator (COMM_NEW). */
+/* at: the argument holding the new communicator (COMM_NEW); a persistent request's kind (SEND_INIT,
+ * RECV_INIT), in the order of the started rows' names (agent.js). */
 typedef struct { const gchar * name; guint8 shape, at; } Model;
 
 static const Model MODELS[] = {
@@ -117,6 +142,10 @@ static const Model MODELS[] = {
   { "MPI_Recv", RECV, 0 }, { "MPI_Irecv", IRECV, 0 },
   { "MPI_Sendrecv", SENDRECV, 0 }, { "MPI_Sendrecv_replace", SENDRECV_REPLACE, 0 },
   { "MPI_Mprobe", MPROBE, 0 }, { "MPI_Improbe", IMPROBE, 0 }, { "MPI_Mrecv", MRECV, 0 }, { "MPI_Imrecv", IMRECV, 0 },
+  { "MPI_Iprobe", IPROBE, 0 },
+  { "MPI_Send_init", SEND_INIT, 0 }, { "MPI_Bsend_init", SEND_INIT, 1 }, { "MPI_Ssend_init", SEND_INIT, 2 },
+  { "MPI_Rsend_init", SEND_INIT, 3 }, { "MPI_Recv_init", RECV_INIT, 4 },
+  { "MPI_Start", START, 0 }, { "MPI_Startall", STARTALL, 0 },
   { "MPI_Wait", WAIT, 0 }, { "MPI_Test", TEST, 0 }, { "MPI_Waitall", WAITALL, 0 }, { "MPI_Testall", TESTALL, 0 },
   { "MPI_Waitany", WAITANY, 0 }, { "MPI_Testany", TESTANY, 0 }, { "MPI_Waitsome", WAITSOME, 0 },
   { "MPI_Testsome", TESTSOME, 0 }, { "MPI_Request_free", REQUEST_FREE, 0 },
@@ -263,36 +292,262 @@ static gint32 world_rank (guint32 c, gint32 rank)
 
 /* ---- buffers ---- */
 
-/* Where count elements of type lie from buf, and how many bytes they hold. A derived type with
- * gaps spans its true extent (and is counted for a warning): the bytes between are read or
- * written as far as the analysis knows. */
-typedef struct { guint64 address, span, bytes, element; } Extent;
+/* count elements of type from buf: the bytes they hold, and where they lie. A type whose
+ * elements leave gaps (a column of a matrix, a struct with padding, a subarray) reads or
+ * writes exactly the bytes its typemap covers (lay_out); span is then the true extent. */
+typedef struct { guint64 buf, type, address, span, bytes, element; gint64 count, extent; guint32 gaps, pad; } Extent;
 
 static Extent extent_of (guint64 buf, gint64 count, guint64 type)
 {
-  Extent e = { buf, 0, 0, 1 };
+  Extent e = { buf, handle (type), buf, 0, 0, 1, count, 0, 0, 0 };
   if (count <= 0)
     return e;
   gint size = 0;
-  gint64 lb = 0, extent = 0;
-  PMPI_Type_size (type, &size);
-  PMPI_Type_get_extent (type, &lb, &extent);
+  gint64 lb = 0, extent = 0, true_lb = 0, true_extent = 0;
+  PMPI_Type_size (e.type, &size);
+  PMPI_Type_get_extent (e.type, &lb, &extent);
+  PMPI_Type_get_true_extent (e.type, &true_lb, &true_extent);
   e.element = size > 0 ? (guint64) size : 1;
+  e.extent = extent;
   e.bytes = e.span = (guint64) count * (guint64) size;
-  if (lb != 0 || extent != size)
+  e.address = buf + true_lb;
+  if (true_extent != size || (count > 1 && extent != size))
   {
-    gint64 true_lb = 0, true_extent = 0;
-    PMPI_Type_get_true_extent (type, &true_lb, &true_extent);
-    e.address = buf + true_lb;
+    e.gaps = 1;
     e.span = (guint64) ((count - 1) * extent + true_extent);
-    S->noncontiguous++;
   }
   return e;
 }
 
+/* ---- datatype layouts: MPI_Type_get_envelope / get_contents, recursively ---- */
+
+#define MAX_BLOCKS 65536   /* runs of bytes per element, beyond which a type is taken as its true extent */
+#define MAX_TYPE_DEPTH 16
+#define MAX_DIMS 32
+/* Combiners in Open MPI's numbering; MPICH's are one more. */
+enum { C_NAMED, C_DUP, C_CONTIGUOUS, C_VECTOR, C_HVECTOR_INTEGER, C_HVECTOR, C_INDEXED, C_HINDEXED_INTEGER,
+  C_HINDEXED, C_INDEXED_BLOCK, C_STRUCT_INTEGER, C_STRUCT, C_SUBARRAY, C_DARRAY, C_F90_REAL, C_F90_COMPLEX,
+  C_F90_INTEGER, C_RESIZED, C_HINDEXED_BLOCK };
+
+static gboolean add_block (gint64 offset, gint64 length)
+{
+  if (length <= 0)
+    return TRUE;
+  if (S->blocks.count > S->blocks_floor)
+  {
+    Block * last = &((Block *) S->blocks.rows)[S->blocks.count - 1];
+    if (last->offset + last->length == offset)
+    {
+      last->length += length;
+      return TRUE;
+    }
+  }
+  if (S->blocks.count >= MAX_BLOCKS)
+    return FALSE;
+  Block * b = append (&S->blocks, sizeof (Block));
+  if (b == NULL)
+    return FALSE;
+  b->offset = offset;
+  b->length = length;
+  return TRUE;
+}
+
+/* The blocks[first, first + n) of a child type, again at displacement d. */
+static gboolean place (guint64 first, guint64 n, gint64 d)
+{
+  for (guint64 k = 0; k < n; k++)
+  {
+    Block b = ((Block *) S->blocks.rows)[first + k];
+    if (!add_block (b.offset + d, b.length))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* Subarray: every element of the subsizes box at starts, in a sizes array of order C or Fortran. */
+static gboolean place_subarray (gint n, const gint32 * ints, guint64 first, guint64 count, gint64 extent)
+{
+  const gint32 * sizes = ints + 1, * subsizes = ints + 1 + n, * starts = ints + 1 + 2 * n;
+  gboolean c_order = ints[1 + 3 * n] == (S->openmpi ? 0 : 56);
+  gint64 stride[MAX_DIMS], index[MAX_DIMS];
+  if (n < 1 || n > MAX_DIMS)
+    return FALSE;
+  for (gint d = 0; d < n; d++)
+  {
+    gint k = c_order ? n - 1 - d : d;
+    stride[k] = d == 0 ? 1 : stride[c_order ? k + 1 : k - 1] * sizes[c_order ? k + 1 : k - 1];
+    index[k] = 0;
+    if (subsizes[k] <= 0)
+      return TRUE;
+  }
+  for (;;)
+  {
+    gint64 at = 0;
+    for (gint d = 0; d < n; d++)
+      at += (starts[d] + index[d]) * stride[d];
+    if (!place (first, count, at * extent))
+      return FALSE;
+    gint d = 0;
+    for (; d < n; d++)
+    {
+      gint k = c_order ? n - 1 - d : d;
+      if (++index[k] < subsizes[k])
+        break;
+      index[k] = 0;
+    }
+    if (d == n)
+      return TRUE;
+  }
+}
+
+/* Where the copies of the children go, per combiner (ints, addresses as get_contents gives
+ * them; kids[3k..3k+2]: child k's first block, block count and extent). */
+static gboolean place_children (gint combiner, const gint32 * I, const gint64 * A_, const guint64 * kids)
+{
+  gint64 n = I[0], e = (gint64) kids[2];
+  switch (combiner)
+  {
+    case C_DUP:
+    case C_RESIZED:
+      return place (kids[0], kids[1], 0);
+    case C_CONTIGUOUS:
+      for (gint64 k = 0; k < n; k++)
+        if (!place (kids[0], kids[1], k * e)) return FALSE;
+      return TRUE;
+    case C_VECTOR:
+    case C_HVECTOR:
+      for (gint64 i = 0; i < n; i++)
+        for (gint64 j = 0; j < I[1]; j++)
+          if (!place (kids[0], kids[1], (combiner == C_VECTOR ? i * I[2] * e : i * A_[0]) + j * e)) return FALSE;
+      return TRUE;
+    case C_INDEXED:
+    case C_HINDEXED:
+    case C_INDEXED_BLOCK:
+    case C_HINDEXED_BLOCK:
+    {
+      gboolean block = combiner == C_INDEXED_BLOCK || combiner == C_HINDEXED_BLOCK;
+      gboolean bytes = combiner == C_HINDEXED || combiner == C_HINDEXED_BLOCK;
+      for (gint64 i = 0; i < n; i++)
+      {
+        gint64 length = block ? I[1] : I[1 + i];
+        gint64 at = bytes ? A_[i] : (block ? I[2 + i] : I[1 + n + i]) * e;
+        for (gint64 j = 0; j < length; j++)
+          if (!place (kids[0], kids[1], at + j * e)) return FALSE;
+      }
+      return TRUE;
+    }
+    case C_STRUCT:
+      for (gint64 i = 0; i < n; i++)
+        for (gint64 j = 0; j < I[1 + i]; j++)
+          if (!place (kids[3 * i], kids[3 * i + 1], A_[i] + j * (gint64) kids[3 * i + 2])) return FALSE;
+      return TRUE;
+    case C_SUBARRAY:
+      return place_subarray (I[0], I, kids[0], kids[1], e);
+  }
+  return FALSE;
+}
+
+static gint combiner_of (guint64 type, gint * ni, gint * na, gint * nd)
+{
+  gint combiner = -1;
+  if (PMPI_Type_get_envelope (type, ni, na, nd, &combiner) != 0)
+    return -1;
+  return S->openmpi ? combiner : combiner - 1;
+}
+
+/* Appends to S->blocks the blocks of one element of type; FALSE when it cannot be laid out (too
+ * many blocks, too deep, or a combiner not handled: MPI_Type_create_darray, the Fortran
+ * *_INTEGER variants). The children get_contents returns are laid out once, copied where the
+ * combiner places them, and freed. */
+static gboolean lay_out (guint64 type, guint depth)
+{
+  gint ni = 0, na = 0, nd = 0;
+  gint combiner = combiner_of (type, &ni, &na, &nd);
+  if (combiner < 0 || depth > MAX_TYPE_DEPTH)
+    return FALSE;
+  if (combiner == C_NAMED || combiner == C_F90_REAL || combiner == C_F90_COMPLEX || combiner == C_F90_INTEGER)
+  {
+    gint size = 0;
+    PMPI_Type_size (type, &size);
+    return add_block (0, size);
+  }
+  guint64 base = S->scratch_top, iw = ((guint64) ni + 1) / 2, own = S->blocks.count, floor = S->blocks_floor;
+  guint64 words = iw + (guint64) na + 4 * (guint64) nd;
+  if (reserve (&S->scratch, base + words, sizeof (guint64)) == NULL)
+    return FALSE;
+  S->scratch_top = base + words;
+#define WORDS (((guint64 *) S->scratch.rows) + base)
+#define KID(k) (handle_at (GUM_ADDRESS (WORDS + iw + na) + (guint64) (k) * ABI->handle_size))
+  PMPI_Type_get_contents (type, ni, na, nd, WORDS, WORDS + iw, WORDS + iw + na);
+  gboolean ok = TRUE;
+  for (gint k = 0; k < nd && ok; k++)
+  {
+    guint64 first = S->blocks.count;
+    gint64 lb = 0, extent = 0;
+    S->blocks_floor = first;
+    ok = lay_out (KID (k), depth + 1);
+    PMPI_Type_get_extent (KID (k), &lb, &extent);
+    guint64 * kid = WORDS + iw + na + nd + 3 * k;
+    kid[0] = first;
+    kid[1] = S->blocks.count - first;
+    kid[2] = (guint64) extent;
+  }
+  guint64 copies = S->blocks_floor = S->blocks.count;
+  if (ok)
+    ok = nd > 0 && place_children (combiner, (const gint32 *) WORDS, (const gint64 *) (WORDS + iw),
+        WORDS + iw + na + nd);
+  /* The copies replace the children's own blocks. */
+  Block * b = S->blocks.rows;
+  for (guint64 k = copies; ok && k < S->blocks.count; k++)
+    b[own + k - copies] = b[k];
+  S->blocks.count = ok ? own + S->blocks.count - copies : own;
+  for (gint k = 0; k < nd; k++)
+  {
+    gint i, a, d;
+    guint64 kid = KID (k);
+    if (combiner_of (kid, &i, &a, &d) != C_NAMED)
+      PMPI_Type_free (&kid);
+  }
+#undef KID
+#undef WORDS
+  S->blocks_floor = floor;
+  S->scratch_top = base;
+  return ok;
+}
+
+/* Reads (or writes) exactly the bytes of e; returns the object holding its first byte. */
 static guint32 touch (Extent e, gboolean write)
 {
-  return tr_mpi_access (e.address, e.span, write);
+  if (!e.gaps)
+    return tr_mpi_access (e.address, e.span, write);
+  S->blocks.count = S->blocks_floor = S->scratch_top = 0;
+  if (!lay_out (e.type, 0))
+  {
+    S->blocks.count = 0;
+    S->complex++;
+    return tr_mpi_access (e.address, e.span, write);
+  }
+  guint32 object = 0;
+  for (gint64 k = 0; k < e.count; k++)
+    for (guint64 i = 0; i < S->blocks.count; i++)
+    {
+      Block b = ((Block *) S->blocks.rows)[i];
+      guint32 o = tr_mpi_access (e.buf + k * e.extent + b.offset, b.length, write);
+      if (object == 0)
+        object = o;
+    }
+  return object;
+}
+
+/* The patterns (patterns.c) follow contiguous buffers of elements; others are counted. */
+static void pattern (guint64 call, Extent e, gboolean receive)
+{
+  if (e.gaps)
+    S->unpatterned++;
+  else if (receive)
+    tr_pattern_receive (call, e.address, e.span, e.element);
+  else
+    tr_pattern_send (call, e.address, e.span, e.element);
 }
 
 static gboolean in_place (guint64 buf)
@@ -312,7 +567,7 @@ static void send_part (CallRow * row, guint64 buf, gint64 count, guint64 type, g
   Extent e = extent_of (buf, count, type);
   row->bytes = e.bytes;
   row->object = touch (e, FALSE);
-  tr_pattern_send (row - (CallRow *) S->calls.rows, e.address, e.span, e.element);
+  pattern (row - (CallRow *) S->calls.rows, e, FALSE);
 }
 
 /* A status of the tracer's own where the program passes MPI_STATUS(ES)_IGNORE: the source and
@@ -371,16 +626,23 @@ static void received (CallRow * row, guint32 comm, guint64 buf, gint64 count, gu
   Extent e = extent_of (buf, arrived == ABI->undefined ? count : arrived, type);
   row->bytes = e.bytes;
   row->object = touch (e, TRUE);
-  tr_pattern_receive (row - (CallRow *) S->calls.rows, e.address, e.span, e.element);
+  pattern (row - (CallRow *) S->calls.rows, e, TRUE);
 }
 
-static Request * request_of (guint64 h)
+/* The request whose handle is h, kept at address at: the one started there, else (the program
+ * copied the handle) the oldest with that handle. */
+static Request * request_of (guint64 at, guint64 h)
 {
-  Request * r = S->requests.rows;
+  Request * r = S->requests.rows, * found = NULL;
   for (guint64 k = 0; k < S->requests.count; k++)
     if (r[k].handle == h)
-      return &r[k];
-  return NULL;
+    {
+      if (r[k].at == at)
+        return &r[k];
+      if (found == NULL || r[k].number < found->number)
+        found = &r[k];
+    }
+  return found;
 }
 
 static void forget (Request * r)
@@ -388,36 +650,52 @@ static void forget (Request * r)
   *r = ((Request *) S->requests.rows)[--S->requests.count];
 }
 
-static void forget_request (guint64 h)
+static Persistent * persistent_of (guint64 h)
 {
-  Request * r = request_of (h);
-  if (r != NULL)
-    forget (r);
+  Persistent * p = S->persistents.rows;
+  for (guint64 k = 0; k < S->persistents.count; k++)
+    if (p[k].handle == h)
+      return &p[k];
+  return NULL;
 }
 
-/* A non-blocking call returned its request in *at: number it (MPI recycles handles). */
-static void started (guint64 at, gboolean receive, guint64 buf, gint64 count, guint64 type, guint32 comm)
+/* MPI_Request_free of the handle at at: the request (its operation goes on unseen) and, for a
+ * persistent one, the request itself. */
+static void free_request (guint64 at)
 {
   guint64 h = handle_at (at);
-  forget_request (h);
+  Request * r = request_of (at, h);
+  if (r != NULL)
+    forget (r);
+  Persistent * p = persistent_of (h);
+  if (p != NULL)
+    *p = ((Persistent *) S->persistents.rows)[--S->persistents.count];
+}
+
+/* Row call started a non-blocking operation whose handle is at at: number it with the tracer's
+ * own sequence (MPI recycles handles, and gives identical ones to requests that completed at once). */
+static void started (guint64 call, guint64 at, gboolean receive, guint64 buf, gint64 count, guint64 type, guint32 comm)
+{
   Request * r = append (&S->requests, sizeof (Request));
   if (r == NULL)
     return;
-  r->handle = h;
-  r->call = S->call;
+  r->handle = handle_at (at);
+  r->at = at;
+  r->call = call;
   r->number = (guint32) S->requests_made;
   r->receive = receive;
   r->buf = buf;
   r->count = count;
   r->type = type;
   r->comm = comm;
-  ROW (S->call)->request = (gint64) S->requests_made++;
+  ROW (call)->completed = NOT_COMPLETED;
+  ROW (call)->request = (gint64) S->requests_made++;
 }
 
-/* The request whose handle was h at the call's entry completed, with status. */
-static void completed (guint64 h, guint64 status)
+/* The request whose handle was h at address at on the call's entry completed, with status. */
+static void completed (guint64 at, guint64 h, guint64 status)
 {
-  Request * r = request_of (h);
+  Request * r = request_of (at, h);
   if (r == NULL)
     return;
   CallRow * row = ROW (r->call);
@@ -444,7 +722,57 @@ static void keep_handles (guint64 array, gint64 n)
 }
 
 #define KEPT(k) (((guint64 *) S->handles.rows)[k])
+#define SLOT(array, k) ((array) + (guint64) (k) * ABI->handle_size)
 #define STATUS(i, k) (A (i) + (guint64) (k) * ABI->status_size)
+
+/* ---- persistent requests: each MPI_Start(all) of one is a row, as an Isend or Irecv would be ---- */
+
+static void persistent (guint32 kind, guint64 buf, gint64 count, guint64 type, gint32 peer, gint32 tag, guint32 comm)
+{
+  Persistent * p = append (&S->persistents, sizeof (Persistent));
+  if (p == NULL)
+    return;
+  p->handle = handle_at (A (6));
+  p->buf = buf;
+  p->count = count;
+  p->type = type;
+  p->peer = peer;
+  p->tag = tag;
+  p->comm = comm;
+  p->kind = kind;
+}
+
+/* Row call starts the persistent request kept at at; the row is named by the request's kind
+ * ("MPI_Startall:MPI_Recv_init"). An unknown handle (inactive, MPI_REQUEST_NULL) starts nothing. */
+static void start (guint64 call, guint64 at)
+{
+  Persistent * p = persistent_of (handle_at (at));
+  if (p == NULL)
+    return;
+  CallRow * row = ROW (call);
+  row->call = (guint32) (S->start_names + (S->shape == STARTALL ? 5 : 0) + p->kind);
+  row->comm = (gint32) p->comm;
+  if (p->peer != ABI->proc_null)
+  {
+    row->peer = world_rank (p->comm, p->peer);
+    row->tag = p->tag;
+  }
+  if (p->kind == 4)
+  {
+    if (p->peer != ABI->proc_null)
+      row->object = tr_mpi_access (p->buf, 0, FALSE);
+    started (call, at, TRUE, p->buf, p->count, p->type, p->comm);
+    return;
+  }
+  if (p->peer != ABI->proc_null)
+  {
+    Extent e = extent_of (p->buf, p->count, p->type);
+    row->bytes = e.bytes;
+    row->object = touch (e, FALSE);
+    pattern (call, e, FALSE);
+  }
+  started (call, at, FALSE, 0, 0, 0, p->comm);
+}
 
 /* ---- collectives ---- */
 
@@ -458,33 +786,36 @@ static void sends (CallRow * row, Extent e)
 {
   row->bytes = e.bytes;
   row->object = touch (e, FALSE);
-  tr_pattern_send (S->call, e.address, e.span, e.element);
+  pattern (S->call, e, FALSE);
 }
 
 /* Written when the call returns; a rank that only receives names the buffer it receives into. */
 static void writes (CallRow * row, Extent e)
 {
-  S->write_address = e.address;
-  S->write_span = e.span;
-  S->write_element = e.element;
+  S->write_buf = e.buf;
+  S->write_count = e.count;
+  S->write_type = e.type;
   if (row->object == 0)
     row->object = tr_mpi_access (e.address, 0, FALSE);
+}
+
+static gint64 extent_of_type (guint64 type)
+{
+  gint64 lb = 0, extent = 0;
+  PMPI_Type_get_extent (handle (type), &lb, &extent);
+  return extent;
 }
 
 /* The part of an in-place buffer that is this rank's contribution: block me of count elements. */
 static Extent own_block (guint64 buf, gint64 count, guint64 type, guint32 me)
 {
-  Extent whole = extent_of (buf, count * (me + 1), type), mine = extent_of (buf, count, type);
-  mine.address += whole.span - mine.span;
-  return mine;
+  return extent_of (buf + (guint64) (count * me * extent_of_type (type)), count, type);
 }
 
 /* The same for a v-collective: counts[me] elements at displacement displs[me]. */
 static Extent displaced_block (guint64 buf, guint64 counts, guint64 displs, guint64 type, guint32 me)
 {
-  Extent mine = extent_of (buf, count_at (counts, me), type);
-  mine.address += extent_of (buf, count_at (displs, me) + 1, type).span - extent_of (buf, 1, type).span;
-  return mine;
+  return extent_of (buf + (guint64) (count_at (displs, me) * extent_of_type (type)), count_at (counts, me), type);
 }
 
 static void enter_collective (CallRow * row)
@@ -648,6 +979,31 @@ static void enter_modelled (GumInvocationContext * ic, CallRow * row)
       row->comm = (gint32) comm_number (handle (A (2)));
       own_statuses (ic, 5, 1);
       break;
+    case IPROBE:  /* source, tag, comm, flag, status */
+      row->comm = (gint32) comm_number (handle (A (2)));
+      own_statuses (ic, 4, 1);
+      break;
+    case SEND_INIT:   /* buf, count, type, dest, tag, comm, request */
+    case RECV_INIT:   /* buf, count, type, source, tag, comm, request */
+      row->comm = (gint32) comm_number (handle (A (5)));
+      if (INT (3) == ABI->proc_null)
+        break;
+      row->peer = world_rank (row->comm, INT (3));
+      row->tag = INT (4);
+      row->bytes = extent_of (A (0), COUNT (1), A (2)).bytes;
+      row->object = tr_mpi_access (A (0), 0, FALSE);
+      break;
+    case START:   /* request */
+      start (S->call, A (0));
+      break;
+    case STARTALL:    /* count, requests */
+      for (gint32 k = 0; k < INT (0); k++)
+      {
+        if (k > 0 && new_row (row->call) == NULL)
+          break;
+        start (S->calls.count - 1, SLOT (A (1), k));
+      }
+      break;
     case MRECV:   /* buf, count, type, message, status */
     case IMRECV:  /* buf, count, type, message, request */
     {
@@ -697,7 +1053,7 @@ static void enter_modelled (GumInvocationContext * ic, CallRow * row)
       own_statuses (ic, 4, INT (0));
       break;
     case REQUEST_FREE:
-      forget_request (handle_at (A (0)));
+      free_request (A (0));
       break;
     default:
       enter_collective (row);
@@ -724,13 +1080,24 @@ static void leave_modelled (void)
       break;
     }
     case ISEND:
-      started (A (6), FALSE, 0, 0, 0, row->comm);
+      started (S->call, A (6), FALSE, 0, 0, 0, row->comm);
       break;
     case IRECV:
-      started (A (6), TRUE, A (0), COUNT (1), handle (A (2)), row->comm);
+      started (S->call, A (6), TRUE, A (0), COUNT (1), handle (A (2)), row->comm);
+      break;
+    case SEND_INIT:
+    case RECV_INIT:
+      persistent (MODELS[S->model].at, A (0), COUNT (1), handle (A (2)), INT (3), INT (4), (guint32) row->comm);
       break;
     case IMRECV:
-      started (A (4), TRUE, A (0), COUNT (1), handle (A (2)), row->comm);
+      started (S->call, A (4), TRUE, A (0), COUNT (1), handle (A (2)), row->comm);
+      break;
+    case IPROBE:
+      if (*(gint32 *) A (3))
+      {
+        row->peer = world_rank (row->comm, *(gint32 *) (A (4) + ABI->source_at));
+        row->tag = row->peer < 0 ? -1 : *(gint32 *) (A (4) + ABI->tag_at);
+      }
       break;
     case MPROBE:
     case IMPROBE:
@@ -750,41 +1117,67 @@ static void leave_modelled (void)
       break;
     }
     case WAIT:
-      completed (KEPT (0), A (1));
+      completed (A (0), KEPT (0), A (1));
       break;
     case TEST:
       if (*(gint32 *) A (1))
-        completed (KEPT (0), A (2));
+        completed (A (0), KEPT (0), A (2));
       break;
     case WAITALL:
     case TESTALL:
       if (S->shape == TESTALL && !*(gint32 *) A (2))
         break;
       for (gint32 k = 0; k < INT (0); k++)
-        completed (KEPT (k), STATUS (S->shape == WAITALL ? 2 : 3, k));
+        completed (SLOT (A (1), k), KEPT (k), STATUS (S->shape == WAITALL ? 2 : 3, k));
       break;
     case WAITANY:
     case TESTANY:
       n = *(gint32 *) A (2);
       if ((S->shape == TESTANY && !*(gint32 *) A (3)) || n < 0 || n >= INT (0))
         break;
-      completed (KEPT (n), A (S->shape == WAITANY ? 3 : 4));
+      completed (SLOT (A (1), n), KEPT (n), A (S->shape == WAITANY ? 3 : 4));
       break;
     case WAITSOME:
     case TESTSOME:
       n = *(gint32 *) A (2);
       for (gint32 k = 0; k < n && n != ABI->undefined; k++)
-        completed (KEPT (((gint32 *) A (3))[k]), STATUS (4, k));
+        completed (SLOT (A (1), ((gint32 *) A (3))[k]), KEPT (((gint32 *) A (3))[k]), STATUS (4, k));
       break;
   }
   if (S->receiving)
     received (ROW (S->receive_row), S->receive_comm, S->receive_buf, S->receive_count, S->receive_type,
         S->receive_status);
-  if (S->write_span)
+  if (S->write_type != 0)
   {
-    tr_mpi_access (S->write_address, S->write_span, TRUE);
-    tr_pattern_receive (S->call, S->write_address, S->write_span, S->write_element);
+    Extent e = extent_of (S->write_buf, S->write_count, S->write_type);
+    touch (e, TRUE);
+    pattern (S->call, e, TRUE);
   }
+}
+
+/* Polls: a Test that completed nothing, an Iprobe that found nothing. */
+static gboolean is_poll (guint32 shape)
+{
+  return shape == TEST || shape == TESTALL || shape == TESTANY || shape == TESTSOME || shape == IPROBE
+      || shape == IMPROBE;
+}
+
+static gboolean found_nothing (void)
+{
+  switch (S->shape)
+  {
+    case TEST:
+      return !*(gint32 *) A (1);
+    case TESTALL:
+      return !*(gint32 *) A (2);
+    case TESTANY:
+    case IPROBE:
+    case IMPROBE:
+      return !*(gint32 *) A (3);
+    case TESTSOME:
+      return *(gint32 *) A (2) == 0;
+  }
+  return FALSE;
 }
 
 static gboolean traced (GumInvocationContext * ic)
@@ -803,12 +1196,12 @@ void mpi_enter (GumInvocationContext * ic)
   if (!traced (ic) || S->depth++)
     return;
   guint64 data = GUM_ADDRESS (gum_invocation_context_get_listener_function_data (ic));
-  S->posted = tr_enter_mpi (&S->task);
   S->model = HOOK_MODEL (data);
   S->shape = MODELS[S->model].shape;
+  S->posted = tr_enter_mpi (&S->task, is_poll (S->shape));
   S->large = HOOK_LARGE (data);
   S->receiving = 0;
-  S->write_span = 0;
+  S->write_type = 0;
   S->call = S->calls.count;
   CallRow * row = new_row (HOOK_CALL (data));
   if (row == NULL || S->shape == UNMODELLED)
@@ -825,7 +1218,19 @@ void mpi_leave (GumInvocationContext * ic)
     return;
   if (S->call < S->calls.count && S->shape != UNMODELLED)
     leave_modelled ();
+  /* A poll that found nothing is waiting: it leaves no row, and a loop of them is one wait. */
+  if (is_poll (S->shape) && S->call + 1 == S->calls.count && found_nothing ())
+  {
+    S->calls.count--;
+    tr_mpi_polled ();
+  }
   tr_leave_mpi ();
+}
+
+/* The agent's index of the first name of the rows persistent requests start (agent.js). */
+void mpi_start_names (guint64 first)
+{
+  S->start_names = first;
 }
 
 /* The listener data for the hooked function number call, named name. */
@@ -870,10 +1275,11 @@ guint32 mpi_inside (void)
   return S->depth;
 }
 
-void mpi_status (gint64 out[4])
+void mpi_status (gint64 out[6])
 {
   out[0] = S->rank;
   out[1] = S->size;
-  out[2] = (gint64) S->noncontiguous;
+  out[2] = (gint64) S->complex;
   out[3] = (gint64) S->requests.count;
+  out[4] = (gint64) S->unpatterned;
 }

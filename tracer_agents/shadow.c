@@ -123,9 +123,12 @@ typedef struct { Shadow byte[GRANULE]; } SplitGranule;
 #define NO_PARENT UINT32_MAX
 #define MAX_NAMES 4096
 
+#define CALL_ARGS 8   /* the 6 integer argument registers, then the first 2 words passed on the stack */
+
 /* The open task instances, innermost last: the instance (its first fragment), its latest
- * fragment, its name and the fragment that created it. */
-typedef struct { uint32_t instance, last, name, parent; } OpenTask;
+ * fragment, its name, the fragment that created it, and once it called its body (tr_task_call)
+ * the call's argument values, sorted. */
+typedef struct { uint32_t instance, last, name, parent, cut_count; uint64_t cuts[CALL_ARGS]; } OpenTask;
 
 /* What the analysis needs of every fragment for the whole run (its row leaves the process):
  * its instance, the top of its private stack (as an offset from the stack's low end, 0 none:
@@ -258,102 +261,6 @@ static inline void run_add(EdgeRun *run, uint32_t src, uint32_t object, uint32_t
   run->src = src; run->object = object; run->bytes += bytes;
 }
 
-/* ---- what each fragment read and wrote, object by object (accesses.csv, for tareador hints) ----
- * One row per (fragment, object) the fragment touched: the hull of the bytes it read before
- * writing them ("exposed": an OpenMP in), and the hull of the bytes it wrote. Noted only where an
- * access changes the shadow (the first read of a byte since its last write, a write that is not a
- * rewrite), so a loop over the same data pays nothing more; a fragment's rows are contiguous, and
- * object_rows[object] finds the current fragment's row with one compare. Addresses are absolute;
- * Python subtracts the object's start, and drops the rows of objects still latent at the end. */
-typedef struct {
-  uint32_t fragment, object;
-  uint64_t read_lo, read_hi, write_lo, write_hi;   /* [lo, hi); lo = UINT64_MAX: none */
-} AccessRow;
-
-static AccessRow *access_rows; static uint64_t access_count, access_written;
-/* Per object: the number (from 1, over the whole table) of its latest row, 0 none. */
-static uint64_t *object_rows; static uint64_t object_rows_capacity;
-/* The running fragment's rows of the objects it noted lately, by object id % RECENT_ROWS
- * (a loop over a few arrays finds its rows without a look at object_rows). */
-#define RECENT_ROWS 8
-static AccessRow *recent_rows[RECENT_ROWS];
-
-static void forget_recent_rows(void) {
-  for (int k = 0; k < RECENT_ROWS; k++) recent_rows[k] = NULL;
-}
-
-static void write_accesses(void) {
-  access_written += access_count;
-  write_rows(access_file, access_rows, &access_count, sizeof(AccessRow));
-  forget_recent_rows();
-}
-
-static __attribute__((noinline)) AccessRow *access_row(uint32_t object) {
-  if (object >= object_rows_capacity) {
-    uint64_t capacity = object_rows_capacity;
-    uint64_t *grown = NULL;
-    while (object >= capacity && (grown = grow(object_rows, &capacity, sizeof(uint64_t)))) object_rows = grown;
-    if (object >= capacity) return NULL;
-    object_rows_capacity = capacity;
-  }
-  uint64_t row = object_rows[object];
-  if (row > access_written && access_rows[row - 1 - access_written].fragment == tr_state.current)
-    return &access_rows[row - 1 - access_written];
-  if (access_count == table_rows) write_accesses();
-  AccessRow *a = &access_rows[access_count++];
-  *a = (AccessRow) { tr_state.current, object, UINT64_MAX, 0, UINT64_MAX, 0 };
-  object_rows[object] = access_written + access_count;
-  return a;
-}
-
-/* Bytes [lo, hi) of object (a shadow id) were read before the running fragment wrote them, or
- * were written by it. */
-static int private_access;  /* analyse() is in the running instance's private stack: see dead_frame */
-
-static inline void note_access(uint32_t object, uint64_t lo, uint64_t hi, int is_write) {
-  if (private_access) return;
-  AccessRow **recent = &recent_rows[object % RECENT_ROWS], *a = *recent;
-  if (!a || a->object != object - 1) {
-    a = access_row(object - 1);
-    if (!a) return;
-    *recent = a;
-  }
-  uint64_t *range = is_write ? &a->write_lo : &a->read_lo;
-  if (lo < range[0]) range[0] = lo;
-  if (hi > range[1]) range[1] = hi;
-}
-
-/* Whether writer w and reader me (shadow ids, +1) are fragments of one instance: what an earlier
- * fragment of the instance wrote is not read before written by the instance. */
-static inline int same_instance(uint32_t w, uint32_t me) {
-  return w && fragments[w - 1].instance == fragments[me - 1].instance;
-}
-
-
-/* A task instance's private stack (below the stack pointer its creator had when it called the
- * start marker or the task function) is shared with its descendants only, and frames there are reused by one call after another: an access there (by
- * the instance or a descendant) depends on a fragment only if that fragment is the instance or a
- * descendant (its id is not below the instance's first: everything after that in the sequential
- * run is the instance or its descendants) and, for a descendant, the byte was not in its own
- * private stack, a dead frame (a child's write into its parent's local, as fib's
- * x = fib(n - 1) read after the taskwait, counts; the child's own frames, reused by the parent
- * after it returned, do not). main owns the rest of the thread's stack (analyse). */
-static int owned_stack;        /* analyse() is in an instance's private stack (main's included) ... */
-static uint32_t edge_floor;    /* ... whose first fragment is this, on behalf of ... */
-static uint32_t running;       /* ... this instance (its earlier fragments are ordered before it anyway) */
-
-/* The top of instance's private stack (0: it has none). */
-static inline uint64_t instance_top(uint32_t instance) {
-  uint32_t top = fragments[instance].top;
-  return top ? tr_state.stack_low + top : 0;
-}
-
-static inline int dead_frame(uint32_t src, uint64_t address) {
-  uint32_t instance = fragments[src].instance;
-  return owned_stack && (src < edge_floor || instance == running
-                         || (instance != edge_floor && address < instance_top(instance)));
-}
-
 /* The call a task instance makes right after its tareador_start_task (the usual `start; f(args);
  * end`): the transform puts a callout on it, in the blocks that begin at a return address of
  * tareador_start_task (tr_task_sites), and tareador hints names the objects by f's parameters. */
@@ -361,7 +268,6 @@ static inline int dead_frame(uint32_t src, uint64_t address) {
 uint64_t tr_task_sites[MAX_TASK_SITES + 1];   /* 0-ended */
 static uint32_t task_site_count;
 
-#define CALL_ARGS 8   /* the 6 integer argument registers, then the first 2 words passed on the stack */
 typedef struct { uint32_t fragment, pad; uint64_t site, function, args[CALL_ARGS]; } CallRow;
 static CallRow *call_rows; static uint64_t call_count;
 static uint32_t call_fragment = NO_PARENT;   /* the fragment of the latest call row */
@@ -397,6 +303,126 @@ static int set_add(AddressSet *set, uint64_t value) {
 
 static AddressSet call_sites;   /* of every call row, for the agent to describe */
 
+/* ---- what each fragment read and wrote, object by object (accesses.csv, for tareador hints) ----
+ * One row per (fragment, object, part) the fragment touched: the hull of the bytes it read before
+ * writing them ("exposed": an OpenMP in), and the hull of the bytes it wrote. Once the instance
+ * has called its body (calls.csv), its accesses are cut at the values of the call's arguments
+ * (OpenTask.cuts): part k >= 1 holds the bytes from the (k-1)-th smallest argument value up to the
+ * k-th, so that tiles of one block passed as separate pointers (a kernel reading two tiles of one
+ * matrix) get a hull each instead of one hull over the tiles between them; part 0 is everything
+ * before the body call, or an instance without one; an access's part is that of its first byte.
+ * Noted only where an access changes the shadow (the first read of a byte since its last write, a
+ * write that is not a rewrite), so a loop over the same data pays nothing more; a fragment's rows
+ * are contiguous, object_rows[object] is the object's last row and each row links to the object's
+ * row before it in the buffer, so the current fragment's rows of an object are a short walk.
+ * Addresses are absolute; Python subtracts the object's start, and drops the rows of objects
+ * still latent at the end. */
+typedef struct {
+  uint32_t fragment, object, part, previous;   /* previous: the object's row before this one in the buffer, + 1 */
+  uint64_t read_lo, read_hi, write_lo, write_hi;   /* [lo, hi); lo = UINT64_MAX: none */
+} AccessRow;
+
+static AccessRow *access_rows; static uint64_t access_count, access_written;
+/* Per object: the number (from 1, over the whole table) of its latest row, 0 none. */
+static uint64_t *object_rows; static uint64_t object_rows_capacity;
+/* The running fragment's rows of the objects it noted lately, by object id % RECENT_ROWS
+ * (a loop over a few arrays finds its rows without a look at object_rows). */
+#define RECENT_ROWS 8
+static AccessRow *recent_rows[RECENT_ROWS];
+
+static void forget_recent_rows(void) {
+  for (int k = 0; k < RECENT_ROWS; k++) recent_rows[k] = NULL;
+}
+
+static void write_accesses(void) {
+  access_written += access_count;
+  write_rows(access_file, access_rows, &access_count, sizeof(AccessRow));
+  forget_recent_rows();
+}
+
+/* The row of the running fragment's part of object in the buffer (the object's rows there,
+ * latest first, until another fragment's). */
+static __attribute__((noinline)) AccessRow *access_row(uint32_t object, uint32_t part) {
+  if (object >= object_rows_capacity) {
+    uint64_t capacity = object_rows_capacity;
+    uint64_t *grown = NULL;
+    while (object >= capacity && (grown = grow(object_rows, &capacity, sizeof(uint64_t)))) object_rows = grown;
+    if (object >= capacity) return NULL;
+    object_rows_capacity = capacity;
+  }
+  uint64_t row = object_rows[object];
+  for (uint64_t at = row > access_written ? row - access_written : 0;
+       at && access_rows[at - 1].fragment == tr_state.current; at = access_rows[at - 1].previous)
+    if (access_rows[at - 1].part == part) return &access_rows[at - 1];
+  if (access_count == table_rows) write_accesses();
+  uint32_t previous = row > access_written ? (uint32_t) (row - access_written) : 0;
+  AccessRow *a = &access_rows[access_count++];
+  *a = (AccessRow) { tr_state.current, object, part, previous, UINT64_MAX, 0, UINT64_MAX, 0 };
+  object_rows[object] = access_written + access_count;
+  return a;
+}
+
+/* Bytes [lo, hi) of part of object (a shadow id) were read before the running fragment wrote
+ * them, or were written by it. */
+static int private_access;  /* analyse() is in the running instance's private stack: see dead_frame */
+
+static inline void note_access(uint32_t object, uint32_t part, uint64_t lo, uint64_t hi, int is_write) {
+  AccessRow **recent = &recent_rows[object % RECENT_ROWS], *a = *recent;
+  if (!a || a->object != object - 1 || a->part != part) {
+    a = access_row(object - 1, part);
+    if (!a) return;
+    *recent = a;
+  }
+  uint64_t *range = is_write ? &a->write_lo : &a->read_lo;
+  if (lo < range[0]) range[0] = lo;
+  if (hi > range[1]) range[1] = hi;
+}
+
+/* The running instance's cuts (its OpenTask's; none for main's fragments), set by each flush. */
+static const OpenTask *running_cuts;
+
+/* The part of the running instance's accesses that address is in, and its bounds [*lo, *hi). */
+static uint32_t part_of(uint64_t address, uint64_t *lo, uint64_t *hi) {
+  *lo = 0;
+  *hi = UINT64_MAX;
+  if (!running_cuts || !running_cuts->cut_count) return 0;
+  uint32_t part = 1, n = running_cuts->cut_count;
+  for (uint32_t k = 0; k < n && running_cuts->cuts[k] <= address; k++) part++, *lo = running_cuts->cuts[k];
+  if (part <= n) *hi = running_cuts->cuts[part - 1];
+  return part;
+}
+
+/* Whether writer w and reader me (shadow ids, +1) are fragments of one instance: what an earlier
+ * fragment of the instance wrote is not read before written by the instance. */
+static inline int same_instance(uint32_t w, uint32_t me) {
+  return w && fragments[w - 1].instance == fragments[me - 1].instance;
+}
+
+
+/* A task instance's private stack (below the stack pointer its creator had when it called the
+ * start marker or the task function) is shared with its descendants only, and frames there are reused by one call after another: an access there (by
+ * the instance or a descendant) depends on a fragment only if that fragment is the instance or a
+ * descendant (its id is not below the instance's first: everything after that in the sequential
+ * run is the instance or its descendants) and, for a descendant, the byte was not in its own
+ * private stack, a dead frame (a child's write into its parent's local, as fib's
+ * x = fib(n - 1) read after the taskwait, counts; the child's own frames, reused by the parent
+ * after it returned, do not). main owns the rest of the thread's stack (analyse). */
+static int owned_stack;        /* analyse() is in an instance's private stack (main's included) ... */
+static uint32_t edge_floor;    /* ... whose first fragment is this, on behalf of ... */
+static uint32_t running;       /* ... this instance (its earlier fragments are ordered before it anyway) */
+
+/* The top of instance's private stack (0: it has none). */
+static inline uint64_t instance_top(uint32_t instance) {
+  uint32_t top = fragments[instance].top;
+  return top ? tr_state.stack_low + top : 0;
+}
+
+static inline int dead_frame(uint32_t src, uint64_t address) {
+  uint32_t instance = fragments[src].instance;
+  return owned_stack && (src < edge_floor || instance == running
+                         || (instance != edge_floor && address < instance_top(instance)));
+}
+
 static void note_task_site(uint64_t return_address) {
   for (uint32_t i = 0; i < task_site_count; i++)
     if (tr_task_sites[i] == return_address) return;
@@ -404,16 +430,26 @@ static void note_task_site(uint64_t return_address) {
 }
 
 /* site: the call instruction (a direct call, e8 rel32); only the first call of a task's first
- * fragment counts. */
+ * fragment counts. Its arguments cut the instance's later accesses into parts. */
+void tr_flush(void);
+
 void tr_task_call(uint64_t site, const uint64_t args[CALL_ARGS]) {
   if (!tr_state.following || !tr_state.depth || fragments[tr_state.current].instance != tr_state.current) return;
   if (call_fragment == tr_state.current) return;
+  tr_flush();   /* what ran before the call evaluated its arguments: part 0 */
   if (call_count == table_rows) write_rows(call_file, call_rows, &call_count, sizeof(CallRow));
   CallRow *c = &call_rows[call_count++];
   c->fragment = call_fragment = tr_state.current; c->pad = 0; c->site = site;
   c->function = site + 5 + (uint64_t) (int64_t) *(const int32_t *) (site + 1);
   for (int k = 0; k < CALL_ARGS; k++) c->args[k] = args[k];
   set_add(&call_sites, site);
+  OpenTask *open = &open_tasks[tr_state.depth - 1];
+  open->cut_count = 0;
+  for (uint32_t k = 0; k < CALL_ARGS; k++) {
+    uint32_t at = open->cut_count++;
+    for (; at && open->cuts[at - 1] > args[k]; at--) open->cuts[at] = open->cuts[at - 1];
+    open->cuts[at] = args[k];
+  }
 }
 
 /* Whether accesses to object (a shadow id, 0 = none) are analysed; the program's own code
@@ -634,27 +670,35 @@ typedef struct {
 static uint32_t me_instance;   /* the running fragment's instance */
 
 /* The hulls of a flush's accesses on their way to the rows (note_access): per direction (read,
- * write), the two objects extended last, each with its hull so far. A loop over a few arrays
- * extends them in place; a third object takes the place of the one extended longer ago. */
-typedef struct { uint32_t object[2], older; uint64_t lo[2], hi[2]; } HullRuns;
+ * write), the two (object, part) pairs extended last, each with its hull so far and its part's
+ * bounds. A loop over a few arrays extends them in place; a third pair takes the place of the
+ * one extended longer ago. */
+typedef struct { uint32_t object[2], part[2], older; uint64_t lo[2], hi[2], part_lo[2], part_hi[2]; } HullRuns;
 static HullRuns hull_runs[2];
 
 static __attribute__((noinline)) void hull_spill(int is_write, int k) {
   HullRuns *h = &hull_runs[is_write];
-  if (h->object[k]) note_access(h->object[k], h->lo[k], h->hi[k], is_write);
+  if (h->object[k]) note_access(h->object[k], h->part[k], h->lo[k], h->hi[k], is_write);
   h->object[k] = 0;
+}
+
+static __attribute__((noinline)) void hull_start(int is_write, int k, uint32_t object, uint64_t lo, uint64_t hi) {
+  HullRuns *h = &hull_runs[is_write];
+  hull_spill(is_write, k);
+  h->object[k] = object;
+  h->part[k] = part_of(lo, &h->part_lo[k], &h->part_hi[k]);
+  h->lo[k] = lo;
+  h->hi[k] = hi;
 }
 
 /* Bytes [lo, hi) of object were read before the running fragment wrote them, or written by it. */
 static inline __attribute__((always_inline)) void hull_add(int is_write, uint32_t object, uint64_t lo, uint64_t hi) {
   HullRuns *h = &hull_runs[is_write];
-  int k = h->object[0] == object ? 0 : h->object[1] == object ? 1 : -1;
+  int k = h->object[0] == object && lo - h->part_lo[0] < h->part_hi[0] - h->part_lo[0] ? 0
+        : h->object[1] == object && lo - h->part_lo[1] < h->part_hi[1] - h->part_lo[1] ? 1 : -1;
   if (k < 0) {
     k = (int) h->older;
-    hull_spill(is_write, k);
-    h->object[k] = object;
-    h->lo[k] = lo;
-    h->hi[k] = hi;
+    hull_start(is_write, k, object, lo, hi);
   } else {
     if (lo < h->lo[k]) h->lo[k] = lo;
     if (hi > h->hi[k]) h->hi[k] = hi;
@@ -891,6 +935,8 @@ void tr_flush(void) {
   tr_state.flushes++;
   EdgeRuns runs = { { 0, 0, DEP_RAW, 0 }, { 0, 0, DEP_WAW, 0 }, { 0, 0, DEP_WAR, 0 } };
   me_instance = fragments[me - 1].instance;
+  running_cuts = tr_state.depth && open_tasks[tr_state.depth - 1].instance == me_instance
+                 ? &open_tasks[tr_state.depth - 1] : NULL;
   forget_recent_rows();   /* rows are the running fragment's: a flush is one fragment's */
   forget_plain_pages();
   for (; r < end; r++) {
@@ -1230,7 +1276,11 @@ void tr_marker(uint32_t kind, uint64_t argument, uint64_t sp, uint64_t return_ad
    * task function's return comes back from the call that was its body: that one stays.) */
   CallRow *last_call = call_count ? &call_rows[call_count - 1] : NULL;
   if (last_call && last_call->fragment == tr_state.current && last_call->site + 5 == return_address
-      && !returning_from_function && !entering_function) call_count--, call_fragment = NO_PARENT;
+      && !returning_from_function && !entering_function) {
+    call_count--;
+    call_fragment = NO_PARENT;
+    if (tr_state.depth) open_tasks[tr_state.depth - 1].cut_count = 0;
+  }
   switch (kind) {
   case MARK_ON:
     if (tr_state.following) break;
@@ -1342,16 +1392,23 @@ void tr_function_return(uint64_t sp) {
   }
 }
 
-/* The run ends (exit, crash, interrupt): charge what ran since the last marker. */
+static uint64_t mpi_entered_at;   /* the outermost MPI call under way, if mpi_inside */
+static uint32_t mpi_inside;
+
 static AddressSet object_sites;   /* of the objects listed with a site, for the agent to describe */
+
+/* The run ends (exit, crash, interrupt): charge what ran since the last marker; every table
+ * leaves. */
 
 void tr_finish(void) {
   tr_flush();
+  /* Ended while waiting inside an MPI call (a timeout, another rank's crash, MPI_Abort): the
+   * instructions the library ran there are not the program's. */
+  if (mpi_inside) tr_state.instructions = mpi_entered_at;
   if (tr_state.following) settle();
   if (tr_state.following && tr_state.depth)
     fail(ERROR_OPEN_AT_OFF, open_tasks[tr_state.depth - 1].name, 0);
   tr_state.following = 0;
-  /* Every table leaves. */
   if (task_count) end_fragment(task_count - 1);
   uint64_t rows = task_count - task_first;
   write_rows(task_file, task_rows, &rows, sizeof(TaskRow));
@@ -1366,20 +1423,37 @@ void tr_finish(void) {
 
 /* Allocator calls: their own accesses (headers, tcache links, realloc's copy) are not the
  * program's; discard them. */
-void tr_enter_allocator(void) { tr_flush(); tr_state.suppress++; }
-void tr_leave_allocator(void) { tr_flush(); if (tr_state.suppress) tr_state.suppress--; }
+static uint32_t allocator_depth;
+void tr_enter_allocator(void) { tr_flush(); tr_state.suppress++; allocator_depth++; }
+void tr_leave_allocator(void) {
+  tr_flush();
+  if (tr_state.suppress) tr_state.suppress--;
+  if (allocator_depth) allocator_depth--;
+}
+
+/* Whether the traced thread is inside the allocator: a crash there (glibc's "corrupted top
+ * size" abort) may hold its lock, and whatever allocates on the way out would wait forever. */
+uint32_t tr_in_allocator(void) { return allocator_depth; }
 
 /* ---- MPI calls (mpi.c): nothing inside them is the program's work or data flow ---- */
 
-static uint64_t mpi_entered_at;
+/* A polling loop: an unsuccessful test (nothing completed, nothing arrived) at polling_at,
+ * made while task_count was polling_tasks. */
+static uint32_t polling;
+static uint64_t polling_at, polling_tasks;
 
 /* Entering an MPI call (the outermost): what the program accessed so far is analysed, what the
  * library does is discarded, and its instructions (busy-wait loops that vary from run to run)
- * are not counted. Returns the instruction counter; *task is the running fragment, UINT32_MAX
- * outside the analysed region. */
-uint64_t tr_enter_mpi(uint32_t *task) {
+ * are not counted. A test that follows an unsuccessful one with no task boundary in between
+ * (poll != 0) goes on waiting: what the program ran since is its polling loop, not work, and
+ * the counter goes back to the first test of the loop. Returns the instruction counter; *task
+ * is the running fragment, UINT32_MAX outside the analysed region. */
+uint64_t tr_enter_mpi(uint32_t *task, uint32_t poll) {
   tr_flush();
+  if (poll && polling && polling_tasks == task_count) tr_state.instructions = polling_at;
+  polling = 0;
   tr_state.suppress++;
+  mpi_inside = 1;
   *task = tr_state.following ? tr_state.current : UINT32_MAX;
   return mpi_entered_at = tr_state.instructions;
 }
@@ -1388,6 +1462,14 @@ void tr_leave_mpi(void) {
   tr_flush();
   if (tr_state.suppress) tr_state.suppress--;
   tr_state.instructions = mpi_entered_at;
+  mpi_inside = 0;
+}
+
+/* The call under way was a test that found nothing (mpi.c): the program is polling. */
+void tr_mpi_polled(void) {
+  polling = 1;
+  polling_at = mpi_entered_at;
+  polling_tasks = task_count;
 }
 
 /* A message's whole buffer, read by a send or written by a completed receive, charged to the

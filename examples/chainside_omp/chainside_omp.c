@@ -1,5 +1,6 @@
 /* The creator pattern of examples/chainside/chainside.c as OpenMP tasks: same work, same loop,
- * the tareador markers replaced by the pragmas `tareador hints` printed for a trace of it:
+ * the tareador markers replaced by the pragmas `tareador hints` printed for a trace of it
+ * (tests/test_hints.py traces it again and checks that these are still them):
  *   tareador trace -o cs.tareador -- ./bin/chainside 4 1000 && tareador hints cs.tareador
  * One thread creates every task; libgomp queues them, and chain(k) becomes ready only when
  * chain(k-1) ends, behind the sides queued before it.

@@ -1,11 +1,10 @@
 /* The blocked heat of examples/heat_blocks/heat_blocks.c as OpenMP tasks: same blocks, kernels and
  * loop nest, the tareador markers replaced by the pragmas `tareador hints` printed for a trace of
- * it (tareador trace -o hb.tareador -- ./bin/heat_blocks 64 16 2 && tareador hints hb.tareador
- * --size bs=16), corrected by hand where they would race: hints gave each neighbour block the
- * bytes the task reads of it (old[up[b]][240:bs], old[left[b]][15:241], ...), but OpenMP matches
- * dependences by the address a list item starts at, so those would not wait for the task that
- * wrote the whole block (new[b][0:bs*bs]); here every block is named from its start, [0:bs*bs].
- * The taskwait is where hints says main reads what tasks wrote.
+ * heat_blocks.c (tests/test_hints.py traces it again and checks that these are still them):
+ *   tareador trace -o hb.tareador -- ./bin/heat_blocks 64 16 2 && tareador hints hb.tareador --size bs=16
+ * A jacobi_block reads only an edge row or column of each neighbour block, yet its items are the
+ * whole blocks, the ones the jacobi_block that wrote them names: OpenMP matches items by the
+ * address they start at. The taskwait is where hints says main reads what tasks wrote.
  * Usage: heat_blocks_omp [N [BS [ITERS]]]; prints the wall time of the iterations. */
 #include <stdio.h>
 #include <stdlib.h>

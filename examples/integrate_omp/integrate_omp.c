@@ -1,10 +1,13 @@
 /* The divide and conquer of examples/integrate/integrate.c as OpenMP tasks: same recursion and
- * leaves, the tareador markers replaced by tasks as `tareador hints` shows them (tareador trace -o
- * in.tareador -- ./bin/integrate 2 100 && tareador hints in.tareador), corrected by hand: hints
- * gave both task types depend(inout: out[-11:12]), a range of the parent's frame that no C
- * expression means; the children write their results into the parent's locals, which the
- * parent reads after them, so the parent waits with a taskwait (where hints says the program's
- * own code reads what tasks wrote) and the tasks need no depend clause.
+ * leaves, the tareador markers replaced by the pragmas `tareador hints` printed for a trace of
+ * integrate.c (tests/test_hints.py traces it again and checks that these are still them):
+ *   tareador trace -o in.tareador -- ./bin/integrate 2 100 && tareador hints in.tareador
+ * Each task writes its result through `out` into a local of the split that created it (`left`,
+ * `right`): the item is what `out` points at, and `out` itself, a pointer, is copied into the
+ * task as OpenMP copies its creator's locals (shared, it would be spawn's, gone when spawn
+ * returns). The taskwaits are where hints says a task's code after creating tasks (the
+ * addition in node) and the program's own code (main's read of the result, after the parallel
+ * region's end, which waits for every task) read what tasks wrote.
  * Usage: integrate_omp [LEVELS [N]]; prints the wall time of the recursion. */
 #include <math.h>
 #include <stdio.h>
@@ -26,10 +29,10 @@ static void node(double a, double b, int depth, long n, double *out);
 static void spawn(double a, double b, int depth, long n, double *out)
 {
   if (depth == 0) {
-    #pragma omp task
+    #pragma omp task depend(out: out[0:1])
     leaf(a, b, n, out);
   } else {
-    #pragma omp task
+    #pragma omp task depend(out: out[0:1])
     node(a, b, depth, n, out);
   }
 }

@@ -29,7 +29,6 @@ import numpy as np
 
 from tareador.analyses.speedup import parallelism_profile, study
 from tareador.simulation.machine import Machine
-from tareador.taskgraph.dag import dag_from_trace
 from tareador.taskgraph.decompose import Recording, merge, recording, task_tree
 from tareador.taskgraph.model import RAW, TaskTrace
 
@@ -147,8 +146,7 @@ def _without_idle_types(step: Step, floor: float, tolerance: float, recorded: Re
 
 def _evaluate(index: int, trace: TaskTrace, cores: int | None, machine: Machine, policy: str,
               weights: tuple[float, float, float], overhead: int | None) -> Step:
-    dag = dag_from_trace(trace)
-    s = study(dag, [cores], policy, machine, overhead)
+    s = study(trace.dag, [cores], policy, machine, overhead)
     row = s.rows()[0]
     costs = _costs(trace, s.schedules[0], weights)
     # Costs are by name: the first of equal costs (to rounding: sums of floats) is broken.

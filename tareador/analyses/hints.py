@@ -1,61 +1,51 @@
 """Dependence hints: what each task type reads and writes, as OpenMP / OmpSs-2 clauses.
 
-From accesses.csv (per fragment and object: the bytes read before being written, the bytes
-written) and calls.csv (the task body a task instance called right after its start marker, with
-its arguments). For every instance, an object is named through the argument that points into it
-when there is one (ranges then count from that pointer, so tiles of different instances merge
-into one clause), else by the object's own name; the instances of a type are merged:
+From accesses.csv (per fragment, object and stretch between the body call's arguments: the bytes
+read before being written, the bytes written) and calls.csv (the task body a task instance called
+right after its start marker, with its arguments). The bytes task instances write are cut into
+regions, each one list item for every task type that touches it (``hint_clauses``); the instances
+of a type are merged:
   in     the instances read it before writing it, and never write it
   out    they write it, and read only what they wrote first
   inout  both
-Objects nobody writes inside the analysed region carry no dependence and get no clause (read
-only), nor do the creator's locals a task reads without being passed a pointer to them (the
-values its arguments are computed from: firstprivate in OpenMP).
-
-Limits: a range is the hull of the bytes (one clause per object, as OpenMP wants list items
-identical or disjoint), merged over the instances of a type.
+What no task writes needs no clause: data nobody writes in the region (read only), the creator's
+locals a task reads to compute its arguments (firstprivate in OpenMP), and what the code that
+creates the tasks wrote before creating them. The printed pragmas are then replayed as OpenMP
+reads them (``pragma_dag``), and every traced dependence they do not order is a warning: the
+pragmas never race silently.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
-import networkx as nx
+import numpy as np
 
+from tareador.analyses.hint_clauses import (
+    IN,
+    INOUT,
+    OUT,
+    Clause,
+    Instance,
+    consolidate,
+    own_locals,
+    settle_regions,
+    type_clauses,
+)
+from tareador.analyses.pragma_dag import PragmaRun, Structure, replay, unenforced
 from tareador.analyses.signatures import Signature, signature
 from tareador.errors import TraceDirError
-from tareador.taskgraph.metrics import critical_path_length, schedule_edges
-from tareador.taskgraph.model import RAW, WAR, WAW, Access, Dependency, TaskCall, TaskTrace
+from tareador.taskgraph.dag import Dag, indices, reaches, span, with_edges
+from tareador.taskgraph.model import RAW, WAR, WAW, Access, DataObject, Dependency, TaskCall, TaskTrace
 from tareador.taskgraph.store import load_trace, read_table
 
-IN, OUT, INOUT = "in", "out", "inout"
+__all__ = ["IN", "OUT", "INOUT", "Clause", "TypeHints", "Hints", "hints", "load_hints"]
+
 _HEX = re.compile(r"0x[0-9a-f]+")  # calls.csv's arguments, as decode writes them
-
-
-@dataclass
-class Clause:
-    """One object a task type depends on, and how."""
-
-    target: str  # how the pragma names it: the call's argument expression, the parameter, or the object
-    parameter: str  # the task body's parameter it was passed as ('' if not passed)
-    position: int  # the argument's position from 0, -1 if not passed
-    kind: str  # heap, global, stack
-    example: str  # the object of the first instance, as objects.csv names it
-    size: int  # its size in bytes
-    mode: str = IN
-    read: tuple[int, int] | None = None  # hull of the bytes read before written, from the pointer
-    written: tuple[int, int] | None = None
-    element: int = 1  # bytes per element of the section (the parameter's pointee when divisible)
-    instances: int = 0
-    parts: set = field(default_factory=set)  # the distinct ranges single instances wrote
-
-    @property
-    def span(self) -> tuple[int, int]:
-        """Bytes the clause covers: what its mode needs."""
-        ranges = [r for r in (self.read if self.mode != OUT else None, self.written if self.mode != IN else None) if r]
-        return min(r[0] for r in ranges), max(r[1] for r in ranges)
 
 
 @dataclass
@@ -66,6 +56,8 @@ class TypeHints:
     clauses: list[Clause] = field(default_factory=list)
     read_only: list[str] = field(default_factory=list)  # objects read, written by nobody in the region
     captured: list[str] = field(default_factory=list)  # the creator's locals, read to compute arguments
+    set_before: list[str] = field(default_factory=list)  # read, written only by the code creating tasks
+    own_locals: list[str] = field(default_factory=list)  # the creator's locals only this task touches
 
 
 @dataclass
@@ -74,34 +66,19 @@ class Hints:
     warnings: list[str]
     tinf: int  # with renaming (what tareador simulates)
     tinf_without_renaming: int  # with the WAR/WAW between tasks kept, as OpenMP keeps them
-    pragma_deps: list[Dependency]  # what OpenMP derives from the pragmas (and main's reads of task results)
-    tinf_pragmas: int  # T∞ under pragma_deps
+    run: PragmaRun  # what OpenMP derives from the pragmas (and the taskwaits asked for)
+    tinf_pragmas: int  # T∞ under the pragmas
+    unenforced: list[Dependency] = field(default_factory=list)  # traced dependences the pragmas do not order
+
+    @cached_property
+    def pragma_deps(self) -> list[Dependency]:
+        """The dependences OpenMP derives from the pragmas and the taskwaits, fragment to fragment."""
+        return self.run.dependencies()
 
     def pragma_trace(self, trace: TaskTrace) -> TaskTrace:
         """trace with the dependences the pragmas give instead of the traced ones: simulate it to
-        predict the OpenMP run of the generated pragmas (``dag_from_trace``)."""
+        predict the OpenMP run of the generated pragmas (its ``dag``)."""
         return TaskTrace(trace.fragments, self.pragma_deps, trace.objects, trace.summary, trace.path)
-
-
-def _hull(a: tuple[int, int] | None, b: tuple[int, int] | None) -> tuple[int, int] | None:
-    if a is None or b is None:
-        return a or b
-    return min(a[0], b[0]), max(a[1], b[1])
-
-
-def _shift(r: tuple[int, int] | None, by: int) -> tuple[int, int] | None:
-    return None if r is None else (r[0] - by, r[1] - by)
-
-
-def _instance_accesses(rows: list[Access]) -> dict[str, tuple]:
-    """object -> (read hull, written hull) over the fragments of one instance."""
-    merged: dict[str, tuple] = {}
-    for a in rows:
-        read = (a.read_lo, a.read_hi) if a.read_lo >= 0 else None
-        written = (a.write_lo, a.write_hi) if a.write_lo >= 0 else None
-        old = merged.get(a.object, (None, None))
-        merged[a.object] = (_hull(old[0], read), _hull(old[1], written))
-    return merged
 
 
 def _argument_values(args: list[int], sig: Signature) -> dict[int, int]:
@@ -119,165 +96,191 @@ def _argument_values(args: list[int], sig: Signature) -> dict[int, int]:
     return values
 
 
-def _pointed(values: dict[int, int], address: int, size: int) -> int:
-    """Position of the first pointer argument pointing into [address, address + size), -1 if none."""
-    return next((n for n, value in values.items() if address <= value < address + size), -1)
+def _instances(trace: TaskTrace, accesses: list[Access], calls: list[TaskCall],
+               signatures: dict[tuple[str, int, int], Signature]) -> list[Instance]:
+    """The task instances in creation order, with their bodies, arguments and accesses."""
+    by_id = {t.id: t for t in trace.fragments}
+    call_of = {c.task: c for c in calls}
+    out: dict[int, Instance] = {}
+    for t in sorted(trace.fragments, key=lambda t: t.id):
+        if t.is_main or t.id != t.instance:
+            continue
+        call = call_of.get(t.id)
+        sig = signatures.get((call.module, call.function_offset, call.site_offset)) if call else None
+        sig = sig or Signature(call.function if call else "", (), ())
+        args = [int(v, 16) for v in call.args.split(";")] if call else []
+        out[t.id] = Instance(t.id, t.name, sig, _argument_values(args, sig), call is not None)
+    for a in accesses:
+        i = out.get(by_id[a.task].instance) if a.task in by_id else None
+        if i is not None:
+            i.accesses.append(a)
+    objects = {o.name: o for o in trace.objects}
+    for i in out.values():
+        consolidate(i, objects)
+    return list(out.values())
 
 
-def _clause_names(sig: Signature, position: int, fallback: str) -> tuple[str, str]:
-    """(target, parameter) for an argument position."""
-    parameter = sig.parameters[position].name if position < len(sig.parameters) else ""
-    argument = sig.arguments[position] if position < len(sig.arguments) and len(sig.arguments) == len(
-        sig.parameters) else ""
-    return argument or parameter or fallback, parameter
-
-
-def _merge(th: TypeHints, clauses: dict[tuple, Clause], sig: Signature, args: dict[int, int], o,
-           read: tuple[int, int] | None, written: tuple[int, int] | None, written_in_region: bool) -> None:
-    """One instance's accesses to object o, into its type's clauses (or its read-only and
-    captured lists)."""
-    position = _pointed(args, o.address, o.size)
-    if position < 0 and (not written_in_region or o.kind == "stack"):
-        listed = th.read_only if not written_in_region else th.captured
-        if o.name not in listed:
-            listed.append(o.name)
-        return
-    offset = args[position] - o.address if position >= 0 else 0
-    key = ("arg", position) if position >= 0 else ("object", o.name)
-    c = clauses.get(key)
-    if c is None:
-        target, parameter = _clause_names(sig, position, f"arg{position + 1}") if position >= 0 else (o.name, "")
-        pointee = sig.parameters[position].pointee_size if 0 <= position < len(sig.parameters) else None
-        c = clauses[key] = Clause(target, parameter, position, o.kind, o.name, o.size, element=pointee or 1)
-    c.read = _hull(c.read, _shift(read, offset))
-    c.written = _hull(c.written, _shift(written, offset))
-    if written:
-        c.parts.add(_shift(written, offset))
-    c.instances += 1
+def _type_hints(instances: list[Instance], clauses: dict[str, list[Clause]], outside: dict[int, list[str]],
+                objects: dict[str, DataObject], written: set[str]) -> list[TypeHints]:
+    """One TypeHints per task type: its clauses, and what its instances read outside every region."""
+    types: dict[str, TypeHints] = {}
+    for i in instances:
+        th = types.setdefault(i.type, TypeHints(i.type, i.signature.function, 0, clauses.get(i.type, [])))
+        if th.function != i.signature.function:
+            th.function = ""
+        th.instances += 1
+        for name in outside[i.id]:
+            o = objects[name]
+            listed = th.read_only if name not in written else th.captured if o.kind == "stack" else th.set_before
+            if name not in listed:
+                listed.append(name)
+    return sorted(types.values(), key=lambda t: t.name)
 
 
 def hints(trace: TaskTrace, accesses: list[Access], calls: list[TaskCall],
           signatures: dict[tuple[str, int, int], Signature]) -> Hints:
     """signatures: per (module, function offset, call site offset) of calls.csv."""
-    by_id = {t.id: t for t in trace.fragments}
     objects = {o.name: o for o in trace.objects}
-    written_in_region = {a.object for a in accesses if a.write_lo >= 0}
-    per_instance: dict[int, list[Access]] = {}
-    for a in accesses:
-        t = by_id.get(a.task)
-        if t is not None and not t.is_main:
-            per_instance.setdefault(t.instance, []).append(a)
-    call_of = {c.task: c for c in calls}
-    types: dict[str, TypeHints] = {}
-    clauses: dict[str, dict[tuple, Clause]] = {}
-    instance_args: dict[int, dict[int, int]] = {}
-    for instance in sorted({t.instance for t in trace.fragments if not t.is_main}):
-        name = by_id[instance].name
-        call = call_of.get(instance)
-        sig = signatures.get((call.module, call.function_offset, call.site_offset)) if call else None
-        sig = sig or Signature(call.function if call else "", (), ())
-        args = instance_args[instance] = _argument_values([int(v, 16) for v in call.args.split(";")] if call else [],
-                                                          sig)
-        th = types.setdefault(name, TypeHints(name, sig.function, 0))
-        if th.function != sig.function:
-            th.function = ""
-        th.instances += 1
-        for obj_name, (read, written) in _instance_accesses(per_instance.get(instance, [])).items():
-            _merge(th, clauses.setdefault(name, {}), sig, args, objects[obj_name], read, written,
-                   obj_name in written_in_region)
-    for name, th in types.items():
-        for c in clauses.get(name, {}).values():
-            c.mode = INOUT if c.read and c.written else OUT if c.written else IN
-            lo, hi = c.span
-            if c.element > 1 and (lo % c.element or hi % c.element):
-                c.element = 1
-        th.clauses = sorted(clauses.get(name, {}).values(), key=lambda c: (c.position < 0, c.position, c.target))
-    warnings, tinf_kept = _warnings(trace, list(types.values()))
-    deps = _pragma_deps(trace, types, instance_args, objects)
-    return Hints(sorted(types.values(), key=lambda t: t.name), warnings, trace.tinf, tinf_kept, deps,
-                 critical_path_length(trace.fragments, deps))
+    s = Structure.of(trace.fragments)
+    instances = _instances(trace, accesses, calls, signatures)
+    settled = settle_regions(instances, objects)
+    private = own_locals(settled, accesses, s.instance_of, trace.deps)
+    signature_of: dict[str, Signature] = {}
+    for i in instances:
+        signature_of.setdefault(i.type, i.signature)
+    clauses = type_clauses(settled.named, signature_of)
+    types = _type_hints(instances, clauses, settled.outside, objects, {a.object for a in accesses if a.write_lo >= 0})
+    for th in types:
+        th.own_locals = private.get(th.name, [])
+    touching = {(n.instance, n.obj.name) for items in settled.named.values() for n in items}
+    body_reads = {(i.id, o) for i in instances for o in i.body_reads()}
+    required = [d for d in trace.deps if s.instance_of[d.src] != s.instance_of[d.dst]
+                and not _captured(d, s, objects, touching, body_reads)]
+    waits = _waits(required, s)
+    run = replay(instances, clauses, objects, s, sorted(waits))
+    structure = TaskTrace(trace.fragments, [], trace.objects, trace.summary, trace.path).dag
+    dag = _with_dependencies(structure, run.src, run.dst)
+    missing = unenforced(run, dag, s, required)
+    raw = [d for d in trace.deps if d.kind == RAW]
+    traced = _with_dependencies(structure, [d.src for d in raw], [d.dst for d in raw])
+    warnings, tinf_kept = _warnings(trace, traced, s, types, waits, required)
+    warnings += _unenforced_warning(trace, s, missing)
+    return Hints(types, warnings, span(traced), tinf_kept, run, span(dag), missing)
 
 
-def _pragma_deps(trace: TaskTrace, types: dict[str, TypeHints], instance_args: dict[int, dict[int, int]],
-                 objects: dict) -> list[Dependency]:
-    """The dependences an OpenMP runtime derives from the pragmas, instance by instance in
-    creation order, each list item known by the address it starts at (what libgomp compares): an
-    in follows the last out or inout of its address; an out or inout follows it and every in
-    since. Main's reads of what tasks wrote stay (the taskwaits the hints ask for)."""
+def _with_dependencies(structure: Dag, src: list[int], dst: list[int]) -> Dag:
+    """The fragments' own order and their creations, with edges src -> dst (fragment ids)."""
+    keep = np.array(src, np.int64) != np.array(dst, np.int64)
+    return with_edges(structure, indices(structure, np.array(src, np.int64)[keep]),
+                      indices(structure, np.array(dst, np.int64)[keep]))
+
+
+def _captured(d: Dependency, s: Structure, objects: dict[str, DataObject], touching: set[tuple[int, str]],
+              body_reads: set[tuple[int, str]]) -> bool:
+    """A WAR/WAW from a task to its creator's code on the creator's locals that the task only read
+    to compute its body's arguments (or that it touched outside every region): firstprivate
+    values in OpenMP, no dependence."""
+    src, dst = s.instance_of[d.src], s.instance_of[d.dst]
+    private = (src, d.object) not in touching or (d.kind == WAR and (src, d.object) not in body_reads)
+    creator = s.is_main[d.dst] or s.descends(src, dst)
+    return d.kind != RAW and objects[d.object].kind == "stack" and private and creator
+
+
+def _waits(required: list[Dependency], s: Structure) -> dict[int, list[Dependency]]:
+    """Fragments of a task's creator that use what the task (or its descendants) accessed: a
+    taskwait goes before each."""
+    waits: dict[int, list[Dependency]] = defaultdict(list)
+    for d in required:
+        src, dst = s.instance_of[d.src], s.instance_of[d.dst]
+        if not s.is_main[d.src] and (s.is_main[d.dst] or s.descends(src, dst)):
+            waits[d.dst].append(d)
+    return waits
+
+
+def _taskwait_warnings(trace: TaskTrace, s: Structure, waits: dict[int, list[Dependency]]) -> list[str]:
     by_id = {t.id: t for t in trace.fragments}
-    last_fragment = {t.instance: t.id for t in sorted(trace.fragments, key=lambda t: t.id)}
-    deps = [d for d in trace.deps if d.kind == RAW and (by_id[d.src].is_main or by_id[d.dst].is_main)]
-    last_out: dict[int, int] = {}
-    readers: dict[int, list[int]] = {}
-    for instance, args in sorted(instance_args.items()):
-        for c in types[by_id[instance].name].clauses:
-            if c.position >= 0 and c.position not in args:
-                continue
-            address = (args[c.position] if c.position >= 0 else objects[c.example].address) + c.span[0]
-            before = [last_out[address]] if address in last_out else []
-            if c.mode == IN:
-                readers.setdefault(address, []).append(instance)
-            else:
-                before += readers.pop(address, [])
-                last_out[address] = instance
-            deps += [Dependency(last_fragment[b], instance, RAW, c.example, 0) for b in before if b != instance]
-    return deps
+    places: dict[tuple[str, str, bool], set[int]] = defaultdict(set)
+    for f, deps in waits.items():
+        for d in deps:
+            # the frames of one function (stack:f, stack:f#1, ...) hold the same variables of the source
+            obj = d.object.rsplit("#", 1)[0] if d.object.startswith("stack:") else d.object
+            places[(by_id[f].name if not s.is_main[f] else "", obj, d.kind == RAW)].add(f)
+    out = []
+    for (creator, obj, reads), fragments in sorted(places.items()):
+        who = f"{creator}: its code after creating tasks" if creator else "the program's own code"
+        what = (f"reads {obj} after tasks wrote it" if reads else
+                f"writes {obj} that tasks read or wrote before")
+        out.append(f"{who} {what}, at {len(fragments)} place(s): put a #pragma omp taskwait (OmpSs-2: "
+                   f"#pragma oss taskwait) before each")
+    return out
 
 
-def _warnings(trace: TaskTrace, types: list[TypeHints]) -> tuple[list[str], int]:
+def _warnings(trace: TaskTrace, traced: Dag, s: Structure, types: list[TypeHints],
+              waits: dict[int, list[Dependency]], required: list[Dependency]) -> tuple[list[str], int]:
     warnings = []
-    for th in sorted(types, key=lambda t: t.name):
+    for th in types:
         for c in th.clauses:
             if c.kind == "global" and c.position < 0:
                 warnings.append(f"{th.name}: global {c.target} is accessed ({c.mode}) but not passed to the task: "
                                 f"the clause names it directly; pass it as an argument to make the dependence visible")
-        unnamed = [c.target for c in th.clauses if c.position < 0 and c.kind != "global"]
+        unnamed = list(dict.fromkeys(c.target for c in th.clauses if c.position < 0 and c.kind != "global"))
         if unnamed:
             warnings.append(f"{th.name}: {', '.join(unnamed)} reach the task through no argument and have no name in "
                             f"the program: its pragmas name them as objects.csv does; make the task a call of a "
                             f"function that is passed them, right after its marker")
         for c in th.clauses:
-            if len(c.parts) > 1:
-                warnings.append(f"{th.name}: its instances write {len(c.parts)} different parts of {c.target}: the "
+            if c.parts > 1:
+                warnings.append(f"{th.name}: its instances write {c.parts} different parts of {c.target}: the "
                                 f"merged clause covers them all, so OpenMP runs the instances one after another; "
                                 f"if the parts are independent, give each instance its own list item")
+    warnings += _taskwait_warnings(trace, s, waits)
+    kept = _kept(required, traced, s)
+    races: Counter = Counter()
     by_id = {t.id: t for t in trace.fragments}
-    ordered = nx.DiGraph(list(schedule_edges(trace.fragments, trace.deps)))
-    reach: dict[int, set[int]] = {}
-
-    def unordered(d) -> bool:
-        if d.src not in reach:
-            reach[d.src] = nx.descendants(ordered, d.src) if d.src in ordered else set()
-        return d.dst not in reach[d.src]
-
-    waits: dict[str, set[int]] = {}
-    for d in trace.deps:
-        if d.kind == RAW and by_id[d.dst].is_main and not by_id[d.src].is_main:
-            waits.setdefault(d.object, set()).add(d.dst)
-    for obj, fragments in sorted(waits.items()):
-        warnings.append(f"the program's own code reads {obj} after tasks wrote it, at {len(fragments)} place(s): "
-                        f"put a #pragma omp taskwait (OmpSs-2: #pragma oss taskwait) before each")
-    between_tasks = [d for d in trace.deps if d.kind in (WAR, WAW) and d.src != d.dst
-                     and not by_id[d.src].is_main and not by_id[d.dst].is_main
-                     and by_id[d.src].instance != by_id[d.dst].instance]
-    kept = [d for d in between_tasks if unordered(d)]
-    races: dict[tuple, int] = {}
     for d in kept:
         a, b = by_id[d.src].name, by_id[d.dst].name
         if d.kind == WAW and a != b:
-            key = (d.object, *sorted((a, b)))
-            races[key] = races.get(key, 0) + 1
+            races[(d.object, *sorted((a, b)))] += 1
     for (obj, a, b), n in sorted(races.items()):
         warnings.append(f"{obj} is written by {a} and {b} with nothing ordering them ({n} pair(s)): a race if "
                         f"taskified without a depend clause on it in both")
-    tinf_kept = trace.tinf
+    tinf, tinf_kept = span(traced), span(traced)
     if kept:
-        counts = {k: sum(1 for d in kept if d.kind == k) for k in (WAR, WAW)}
-        tinf_kept = critical_path_length(trace.fragments, list(trace.deps) + [replace(d, kind=RAW) for d in kept])
+        counts = Counter(d.kind for d in kept)
+        tinf_kept = span(with_edges(traced, indices(traced, np.array([d.src for d in kept])),
+                                    indices(traced, np.array([d.dst for d in kept]))))
         warnings.append(f"OpenMP keeps {counts[WAR]} WAR and {counts[WAW]} WAW dependence(s) between tasks that a "
-                        f"renaming runtime (and tareador's prediction) removes: T∞ {trace.tinf} -> {tinf_kept} "
-                        f"instructions, parallelism {trace.t1 / trace.tinf:.2f} -> {trace.t1 / tinf_kept:.2f}")
+                        f"renaming runtime (and tareador's prediction) removes: T∞ {tinf} -> {tinf_kept} "
+                        f"instructions, parallelism {traced.t1 / tinf:.2f} -> {traced.t1 / tinf_kept:.2f}")
     return warnings, tinf_kept
+
+
+def _kept(required: list[Dependency], traced: Dag, s: Structure) -> list[Dependency]:
+    """The WAR/WAW between task instances that the RAW dependences do not order already, among
+    those OpenMP must keep (not a creator's local a task read to compute its arguments: a
+    firstprivate value, copied when the task is created)."""
+    between = [d for d in required if d.kind in (WAR, WAW) and not s.is_main[d.src] and not s.is_main[d.dst]]
+    if not between:
+        return []
+    ordered = reaches(traced, indices(traced, np.array([d.src for d in between])),
+                      indices(traced, np.array([d.dst for d in between])))
+    return [d for d, ok in zip(between, ordered.tolist(), strict=True) if not ok]
+
+
+def _unenforced_warning(trace: TaskTrace, s: Structure, missing: list[Dependency]) -> list[str]:
+    """The traced dependences the pragmas do not order, by kind, task types and object."""
+    if not missing:
+        return []
+    by_id = {t.id: t for t in trace.fragments}
+    groups = Counter((d.kind, by_id[d.src].name if not s.is_main[d.src] else "main",
+                      by_id[d.dst].name if not s.is_main[d.dst] else "main",
+                      d.object.rsplit("#", 1)[0] if d.object.startswith("heap:") else d.object) for d in missing)
+    listed = [f"{kind} {a} -> {b} on {obj} ({n})" for (kind, a, b, obj), n in
+              sorted(groups.items(), key=lambda g: (-g[1], g[0]))]
+    more = f", and {len(listed) - 12} more" if len(listed) > 12 else ""
+    return [f"the pragmas do not order {len(missing)} traced dependence(s), a race if pasted as they are: "
+            f"{', '.join(listed[:12])}{more}; order them by hand (items on the tasks' parents, a taskwait, a "
+            f"taskgroup) or change the code"]
 
 
 def load_hints(trace_dir: str | Path) -> Hints:

@@ -78,7 +78,9 @@ def mpi_study(ompss: DimTrace, authentic: DimTrace, cores: list[int | None], mac
     per_node = ranks_per_node(machine, ranks)
     if math.ceil(ranks / per_node) > machine.nodes:
         raise MachineError(f"{ranks} ranks at {per_node} per node need {math.ceil(ranks / per_node)} nodes; the "
-                           f"machine has {machine.nodes} (raise nodes or tasks_per_node in the machine file)")
+                           f"machine has {machine.nodes}: give it more nodes, or more ranks per node "
+                           f"(--ranks-per-node {math.ceil(ranks / machine.nodes)}, or tasks_per_node in the machine "
+                           "file)")
     nodes = np.array(machine.node_of_tasks(ranks))
     busiest = int(np.bincount(nodes, weights=ompss.threads).max())
 

@@ -6,7 +6,10 @@ as Dimemas' --bandwidth); each overlapped run's speedup is over the authentic ru
 bandwidth. The tolerable bandwidth reduction of an overlapped trace is the factor reference / b
 for the lowest swept bandwidth b at which it is still at least as fast as the authentic run at
 the reference bandwidth (the machine's own): the true factor lies between b and the next lower
-value swept; 1 when no swept bandwidth below the reference keeps up.
+value swept; 1 when no swept bandwidth below the reference keeps up; None when the overlapped run
+is slower than the authentic one at the reference bandwidth itself: overlap does not pay there
+(each chunk pays a message's latency and startup, which can cost more than the overlap saves),
+and its slowdown says by how much.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ class OverlapStudy:
     points: list[OverlapPoint]
     reference_bandwidth: float
     reference_time: float  # the authentic run at the reference bandwidth
-    tolerable: dict[str, float]  # overlapped kind -> bandwidth reduction factor
+    tolerable: dict[str, float | None]  # overlapped kind -> bandwidth reduction factor; None: overlap does not pay
+    slowdown: dict[str, float]  # overlapped kind -> its time / the authentic one's, at the reference bandwidth
 
 
 def overlap_sweep(traces: dict[str, DimTrace], machine: Machine, bandwidths: list[float],
@@ -43,9 +47,12 @@ def overlap_sweep(traces: dict[str, DimTrace], machine: Machine, bandwidths: lis
     swept = {name: sweep(traces[name], machine, bandwidths, None, progress).points for name in TRACES}
     points = [OverlapPoint(b, {name: swept[name][i].time for name in TRACES}) for i, b in enumerate(bandwidths)]
     reference_time = sweep(traces["authentic"], machine, None, None).points[0].time
-    tolerable = {}
+    tolerable, slowdown = {}, {}
     for kind in TRACES[1:]:
+        own = sweep(traces[kind], machine, None, None).points[0].time
+        slowdown[kind] = own / reference_time if reference_time > 0 else 1.0
         keeping = [p.bandwidth for p in points if p.times[kind] <= reference_time * (1 + 1e-9)]
         lowest = min(keeping, default=machine.inter_bandwidth)
-        tolerable[kind] = machine.inter_bandwidth / lowest if 0 < lowest < machine.inter_bandwidth else 1.0
-    return OverlapStudy(points, machine.inter_bandwidth, reference_time, tolerable)
+        tolerable[kind] = None if own > reference_time * (1 + 1e-9) else \
+            machine.inter_bandwidth / lowest if 0 < lowest < machine.inter_bandwidth else 1.0
+    return OverlapStudy(points, machine.inter_bandwidth, reference_time, tolerable, slowdown)

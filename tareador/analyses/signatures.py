@@ -16,6 +16,7 @@ from pathlib import Path
 
 _ENTRY = re.compile(r"^\s*<(\d+)><([0-9a-f]+)>: Abbrev Number: \d+ \((DW_TAG_\w+)\)")
 _ATTRIBUTE = re.compile(r"^\s*<[0-9a-f]+>\s+(DW_AT_\w+)\s*: (.*)$")
+_VERSION = re.compile(r"^\s*Version:\s*(\d+)")  # a compilation unit's header
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,8 @@ class Signature:
     function: str
     parameters: tuple[Parameter, ...]  # empty without DWARF
     arguments: tuple[str, ...]  # the call's argument expressions in the source; empty if unreadable
+    # the variables of the function making the call (DWARF): name -> POINTER, POINTERS or OTHER
+    caller_variables: tuple[tuple[str, str], ...] = ()
 
 
 def _value(text: str) -> str:
@@ -39,18 +42,23 @@ def _value(text: str) -> str:
 
 @lru_cache(maxsize=8)
 def _dwarf(module: str) -> dict[int, dict]:
-    """Every DWARF entry of module by offset: tag, depth, attributes, children offsets."""
+    """Every DWARF entry of module by offset: tag, attributes, children offsets, and the DWARF
+    version of its compilation unit."""
     if not shutil.which("readelf"):
         return {}
     out = subprocess.run(["readelf", "--debug-dump=info", module], capture_output=True, text=True).stdout
     entries: dict[int, dict] = {}
     stack: list[int] = []
-    current = None
+    current, version = None, 0
     for line in out.splitlines():
+        v = _VERSION.match(line)
+        if v:
+            version = int(v.group(1))
+            continue
         m = _ENTRY.match(line)
         if m:
             depth, offset = int(m.group(1)), int(m.group(2), 16)
-            current = {"tag": m.group(3), "attrs": {}, "children": []}
+            current = {"tag": m.group(3), "attrs": {}, "children": [], "version": version}
             entries[offset] = current
             del stack[depth:]
             if stack:
@@ -100,6 +108,46 @@ def parameters(module: str, function_offset: int) -> tuple[Parameter, ...]:
             formal = [entries[c]["attrs"] for c in entry["children"] if entries[c]["tag"] == "DW_TAG_formal_parameter"]
             return tuple(_parameter(entries, attrs, n) for n, attrs in enumerate(formal))
     return ()
+
+
+POINTER, POINTERS, OTHER = "pointer", "pointers", "other"  # a variable's value: a pointer, an array of them
+
+
+def _kind(entries: dict[int, dict], type_ref: int | None) -> str:
+    t = _unqualified(entries, type_ref)
+    if t and t["tag"] == "DW_TAG_array_type":
+        element = _unqualified(entries, _reference(t["attrs"].get("DW_AT_type")))
+        return POINTERS if element and element["tag"] == "DW_TAG_pointer_type" else OTHER
+    return POINTER if t and t["tag"] == "DW_TAG_pointer_type" else OTHER
+
+
+def _contains(entry: dict, offset: int) -> bool:
+    """Whether a subprogram's code [low_pc, high_pc) holds offset (high_pc its length since DWARF 4)."""
+    low, high = entry["attrs"].get("DW_AT_low_pc"), entry["attrs"].get("DW_AT_high_pc")
+    if not low or not high:
+        return False
+    low_pc, high_pc = int(low, 16), int(high.split()[0], 0)
+    return low_pc <= offset < (low_pc + high_pc if entry["version"] >= 4 else high_pc)
+
+
+def caller_variables(module: str, site_offset: int) -> tuple[tuple[str, str], ...]:
+    """The parameters and local variables of the function whose code holds the call site, those
+    of the functions inlined into it included, each with what its value is: whether a task that
+    is passed `x` reaches x's own storage (an array) or what x points at (a pointer). A name
+    declared with different kinds is left out (unknown)."""
+    entries = _dwarf(module)
+    caller = next((e for e in entries.values() if e["tag"] == "DW_TAG_subprogram" and _contains(e, site_offset)), None)
+    kinds: dict[str, set[str]] = {}
+    pending = list(caller["children"]) if caller else []
+    while pending:
+        entry = entries[pending.pop()]
+        if entry["tag"] in ("DW_TAG_lexical_block", "DW_TAG_inlined_subroutine"):
+            pending += entry["children"]
+        elif entry["tag"] in ("DW_TAG_variable", "DW_TAG_formal_parameter"):
+            declared = entries.get(_reference(entry["attrs"].get("DW_AT_abstract_origin")), entry)["attrs"]
+            if "DW_AT_name" in declared:
+                kinds.setdefault(declared["DW_AT_name"], set()).add(_kind(entries, _reference(declared.get("DW_AT_type"))))
+    return tuple(sorted((name, k.pop()) for name, k in kinds.items() if len(k) == 1))
 
 
 def _source_line(module: str, offset: int) -> tuple[Path, int] | None:
@@ -160,4 +208,4 @@ def signature(module: str, function: str, function_offset: int, site_offset: int
         return Signature(function, (), ())
     base = _image_base(module)
     return Signature(function, parameters(module, base + function_offset),
-                     call_arguments(module, base + site_offset, function))
+                     call_arguments(module, base + site_offset, function), caller_variables(module, base + site_offset))

@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import argparse
 import csv
+import shlex
 import signal
 from pathlib import Path
 
+from tareador.analyses.explore import explore
+from tareador.cli.options import core_list
 from tareador.cli.simulate import add_machine_options, machine_options
+from tareador.cli.trace import function_names
 from tareador.errors import UserError
+from tareador.files import output_file
+from tareador.render.plots import plot_explore
+from tareador.render.summary import format_seconds, human, machine_name
+from tareador.stopping import Stopped
+from tareador.taskgraph.durations import trace_in_nanoseconds
+from tareador.taskgraph.store import load_trace
+from tareador.tracing.run import trace
 
 DEFAULT_CORES = 4
 
@@ -67,8 +78,6 @@ def tolerance_fraction(text: str) -> float:
 
 
 def _cores(args, machine) -> int | None:
-    from tareador.cli.simulate import core_list
-
     if args.cores is None:
         return machine.nodes * machine.cores_per_node if args.machine else DEFAULT_CORES
     cores = core_list(args.cores)
@@ -81,10 +90,6 @@ def _record(args, argv: list[str]) -> Path:
     """Trace the program once, every candidate a task; the trace directory. A partial recording
     is not explored: its search would be of a run cut short; stopped by a signal to tareador
     (Ctrl-C, SIGTERM), the command ends as stopped (130, 143)."""
-    from tareador.cli.trace import function_names
-    from tareador.stopping import Stopped
-    from tareador.tracing.run import trace
-
     out = Path(args.output or f"{argv[0].rstrip('/').split('/')[-1]}.explore")
     summary = trace(argv, out, progress=not args.no_progress, task_functions=function_names(args.candidates),
                     explore=True).summary
@@ -96,11 +101,6 @@ def _record(args, argv: list[str]) -> Path:
 
 
 def run(args) -> int:
-    from tareador.analyses.explore import explore
-    from tareador.render.plots import plot_explore
-    from tareador.taskgraph.durations import trace_in_nanoseconds
-    from tareador.taskgraph.store import load_trace
-
     target = args.target
     if target[:1] != ["--"] and len(target) >= 1 and Path(target[0]).is_dir():
         args.parser.parse_args(target[1:], namespace=args)  # options after DIR
@@ -141,7 +141,6 @@ def run(args) -> int:
         raise UserError(f"{directory}: {e}") from None
     out.mkdir(parents=True, exist_ok=True)
     written = [_write_csv(out / "explore.csv", result), plot_explore(result, out / "explore.png")]
-    import shlex
 
     command = argv or [finest.summary.get("program", "./prog"), *finest.summary.get("arguments", [])]
     # Only a recording's tasks are functions; another trace's are its markers' names.
@@ -157,8 +156,6 @@ def run(args) -> int:
 def format_exploration(result, program: str | None, libraries: dict[str, str] | None = None) -> str:
     """The steps as a table and the best; program: the command line of a recording, None for
     another trace; libraries: the candidates that are functions of shared libraries, and theirs."""
-    from tareador.render.summary import human, machine_name
-
     libraries = _library_note(libraries or {}, set(result.candidates))
 
     breaks = [f"{s.broken} ({s.cost_of(s.broken).dominant})" if s.broken else "-" for s in result.steps]
@@ -191,8 +188,6 @@ def _library_note(libraries: dict[str, str], called: set[str]) -> str:
 
 def _best_lines(result) -> list[str]:
     """The best decomposition, the types dropped from its step, and a faster step it tied with."""
-    from tareador.render.summary import format_seconds, machine_name
-
     best = result.best
     percent = f"{100 * result.tolerance:g} %"
     step = f"step {best.index}" + (f" without {', '.join(best.dropped)}" if best.dropped else "")
@@ -209,8 +204,6 @@ def _best_lines(result) -> list[str]:
 
 
 def _write_csv(path: Path, result) -> Path:
-    from tareador.files import output_file
-
     with output_file(path, newline="") as f:
         w = csv.writer(f)
         w.writerow(["step", "tasks", "instances", "t1", "tinf", "parallelism", "time", "speedup", "broken",

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
+
+from tareador.render.graph import write_graph
+from tareador.render.summary import format_summary
+from tareador.taskgraph.store import load_trace
 
 
 def register(subparsers) -> None:
-    import argparse
-
     p = subparsers.add_parser("graph", help="draw the task dependency graph (DOT and SVG)",
                               description="Write graph.dot and graph.svg (in DIR, or OUTDIR) and print the summary.",
                               epilog="example:\n  tareador graph chol.tareador --png -o /tmp/chol-graph",
@@ -27,10 +30,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from tareador.render.graph import write_graph
-    from tareador.render.summary import format_summary
-    from tareador.taskgraph.store import load_trace
-
     trace = load_trace(args.trace_dir)
     formats = ("dot", "svg", "png") if args.png else ("dot", "svg")
     outputs = write_graph(trace, args.output or args.trace_dir, all_edges=args.all_edges, collapse=args.collapse,

@@ -5,15 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 
+from tareador.analyses.hints import load_hints
 from tareador.errors import UserError
+from tareador.render.hints import format_hints, hints_json
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "hints", help="what each task type reads and writes, as OpenMP and OmpSs-2 depend clauses",
         description="For every task type, the objects its instances read before writing (in), write (out) or "
-                    "both (inout), with byte ranges from the argument that points into each object; the pragmas "
-                    "to paste; and warnings (globals not passed, unordered writers, WAR/WAW that OpenMP keeps).",
+                    "both (inout), one list item per region of data (the same start and length in every task "
+                    "type), named by the argument that points at it; the pragmas to paste, checked: replayed as "
+                    "OpenMP reads them, they must order every dependence the trace recorded; and warnings (the "
+                    "dependences they do not order, taskwaits, globals not passed, WAR/WAW that OpenMP keeps).",
         epilog="example:\n  tareador hints chol.tareador --size TS=16",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("trace_dir", metavar="DIR", help="trace directory written by 'tareador trace'")
@@ -35,9 +39,6 @@ def size_names(items: list[str]) -> dict[str, int]:
 
 
 def run(args) -> int:
-    from tareador.analyses.hints import load_hints
-    from tareador.render.hints import format_hints, hints_json
-
     sizes = size_names(args.size)
     h = load_hints(args.trace_dir)
     if not h.types:

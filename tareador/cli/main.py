@@ -15,29 +15,34 @@ import os
 import signal
 import sys
 
-from tareador import __version__
 from tareador.errors import TareadorError
 from tareador.stopping import Stopped, stop_signals
+from tareador.version import __version__
 
 SUBCOMMANDS = ["config", "trace", "mpirun", "postprocess", "patterns", "overlap", "graph", "simulate", "whatif",
-               "explore", "hints", "replay", "time", "models"]
+               "explore", "hints", "replay", "time", "models", "report"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line. Given the subcommand a command line names, only that one's module is
+    imported and registered: each command's start-up pays for its own stack alone (the ranks of
+    an MPI run each start ``tareador trace``). Without one (``tareador --help``, an unknown
+    command, the docs), every subcommand."""
     parser = argparse.ArgumentParser(
         prog="tareador",
         description="Estimate the task parallelism a proposed taskification of a C/MPI program exposes.",
     )
     parser.add_argument("--version", action="version", version=f"tareador {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in SUBCOMMANDS:
+    for name in [command] if command in SUBCOMMANDS else SUBCOMMANDS:
         importlib.import_module(f"tareador.cli.{name}").register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    named = next((a for a in argv if not a.startswith("-")), None)  # the only top-level options take no value
+    args = build_parser(named).parse_args(argv)
     try:
         with stop_signals():
             return int(args.func(args) or 0)

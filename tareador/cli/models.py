@@ -4,10 +4,19 @@ instruction counts mislead."""
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 from pathlib import Path
 
+import numpy as np
+
+from tareador.analyses.models import models
 from tareador.errors import UserError
+from tareador.files import output_file, printable
+from tareador.render.plots import model_formula, plot_models
+from tareador.taskgraph.durations import FILE, aligned, load_durations
+from tareador.taskgraph.model import Access
+from tareador.taskgraph.store import load_trace, read_table
 
 
 def register(subparsers) -> None:
@@ -27,14 +36,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    import numpy as np
-
-    from tareador.analyses.models import models
-    from tareador.render.plots import plot_models
-    from tareador.taskgraph.durations import FILE, aligned, load_durations
-    from tareador.taskgraph.model import Access
-    from tareador.taskgraph.store import load_trace, read_table
-
     d = Path(args.trace_dir)
     trace = load_trace(d)
     if not trace.instances:
@@ -67,9 +68,6 @@ def as_json(result) -> dict:
 
 
 def format_models(result) -> str:
-    from tareador.files import printable
-    from tareador.render.plots import model_formula
-
     lines = ["duration = a * n^b + c, n = bytes an instance accesses; error: root mean square of the relative "
              "residuals; outliers: far from their type's model (Tukey's fences, and over 10 % off)"]
     program = result.instructions_per_ns.get("")
@@ -91,10 +89,6 @@ def format_models(result) -> str:
 
 
 def _write_csv(path: Path, result) -> Path:
-    import csv
-
-    from tareador.files import output_file
-
     with output_file(path, newline="") as f:
         w = csv.writer(f)
         w.writerow(["type", "durations", "instances", "min_bytes", "max_bytes", "a", "b", "c", "error", "outliers",

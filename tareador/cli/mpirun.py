@@ -6,13 +6,19 @@ import argparse
 import sys
 from pathlib import Path
 
+from tareador.cli.postprocess import add_collectives_option, postprocess
+from tareador.cli.trace import program_and_output
 from tareador.errors import UserError
+from tareador.render.summary import format_run_summary
 from tareador.system_packages import how_to_install
+from tareador.taskgraph.mpi import clear_run, rank_dirs
+from tareador.tracing.driver import check_program
+from tareador.tracing.mpi_launch import MPIS, linked_mpi
+from tareador.tracing.mpirun import launch
+from tareador.tracing.run import check_output
 
 
 def register(subparsers) -> None:
-    from tareador.cli.postprocess import add_collectives_option
-
     p = subparsers.add_parser(
         "mpirun", help="trace every rank of an MPI program",
         description="Launch the program with MPI, each rank under its own tracer (tareador trace --mpi), then "
@@ -43,8 +49,6 @@ def _positive(text: str, what: str, kind):
 
 def choose_mpi(asked: str | None, program: str):
     """The MPI to launch with: the one asked for, else the program's; it must be installed and match."""
-    from tareador.tracing.mpi_launch import MPIS, linked_mpi
-
     linked = linked_mpi(program)
     mpi = MPIS[asked] if asked else linked or next((m for m in MPIS.values() if m.installed()), MPIS["mpich"])
     if linked and linked != mpi:
@@ -56,14 +60,6 @@ def choose_mpi(asked: str | None, program: str):
 
 
 def run(args) -> int:
-    from tareador.cli.postprocess import postprocess
-    from tareador.cli.trace import program_and_output
-    from tareador.render.summary import format_run_summary
-    from tareador.taskgraph.mpi import clear_run, rank_dirs
-    from tareador.tracing.driver import check_program
-    from tareador.tracing.mpirun import launch
-    from tareador.tracing.run import check_output
-
     argv, out = program_and_output(args, "tareador mpirun -np N -o DIR -- ./prog [args]")
     out = Path(out)
     ranks = _positive(args.ranks, "-np", int)

@@ -7,8 +7,15 @@ import csv
 import json
 from pathlib import Path
 
-from tareador.cli.patterns import add_chunks_option
+from tareador.analyses.overlap import TRACES, overlap_sweep
+from tareador.cli.options import load_machine_arg
+from tareador.cli.patterns import add_chunks_option, run_patterns
+from tareador.cli.replay import value_list
 from tareador.files import output_file
+from tareador.formats.dimemas import read_dim
+from tareador.render.plots import plot_overlap
+from tareador.synthesis.mpi_authentic import write_mpi_authentic
+from tareador.synthesis.overlap import KINDS, write_overlap_trace
 
 
 def register(subparsers) -> None:
@@ -32,15 +39,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from tareador.analyses.overlap import TRACES, overlap_sweep
-    from tareador.cli.patterns import run_patterns
-    from tareador.cli.replay import value_list
-    from tareador.cli.simulate import load_machine_arg
-    from tareador.formats.dimemas import read_dim
-    from tareador.render.plots import plot_overlap
-    from tareador.synthesis.mpi_authentic import write_mpi_authentic
-    from tareador.synthesis.overlap import KINDS, write_overlap_trace
-
     d = Path(args.run_dir)
     bandwidths = sorted(value_list(args.bandwidth, "--bandwidth"))
     machine = load_machine_arg(args.machine)
@@ -66,7 +64,7 @@ def run(args) -> int:
         print(json.dumps({"chunks": args.chunks, "messages": len(transfers),
                           "collectives": len(mpi_run.matching.collectives),
                           "reference_bandwidth": study.reference_bandwidth, "reference_time": study.reference_time,
-                          "tolerable_bandwidth_reduction": study.tolerable,
+                          "tolerable_bandwidth_reduction": study.tolerable, "slowdown": study.slowdown,
                           "points": [{"bandwidth": p.bandwidth, "times": p.times, "speedup_real": p.speedup("real"),
                                       "speedup_ideal": p.speedup("ideal")} for p in study.points]}, indent=2))
         return 0
@@ -77,6 +75,17 @@ def run(args) -> int:
         print(f"{p.bandwidth:>10g} " + " ".join(f"{p.times[n]:>13.6f}" for n in TRACES) +
               f" {p.speedup('real'):>7.3f} {p.speedup('ideal'):>7.3f}")
     print(f"tolerable bandwidth reduction at {study.reference_bandwidth:g} MB/s (authentic "
-          f"{study.reference_time:.6f} s): real x{study.tolerable['real']:.3g}, ideal x{study.tolerable['ideal']:.3g}")
+          f"{study.reference_time:.6f} s): real {_tolerable(study, 'real')}, ideal {_tolerable(study, 'ideal')}")
+    slower = [f"{study.slowdown[kind]:.3g}x ({kind})" for kind in ("real", "ideal") if study.tolerable[kind] is None]
+    if slower:
+        print(f"overlap does not pay: at {study.reference_bandwidth:g} MB/s the overlapped run is "
+              f"{' and '.join(slower)} slower than the authentic one, because each message is sent as {args.chunks} "
+              "chunks and each chunk pays the latency and startup of a message, which costs more than overlapping "
+              "computation with communication saves; try fewer chunks (--chunks), or a machine of lower latency")
     print(f"wrote {paths['real']}, {paths['ideal']}, {csv_path}, {png}")
     return 0
+
+
+def _tolerable(study, kind: str) -> str:
+    factor = study.tolerable[kind]
+    return f"x{factor:.3g}" if factor is not None else "none (overlap does not pay)"

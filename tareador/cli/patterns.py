@@ -7,7 +7,13 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from tareador.analyses.patterns import MessageFigures, check_chunks, figures, statistics
 from tareador.errors import UserError
+from tareador.render.plots import plot_patterns
+from tareador.render.summary import format_pattern_statistics
+from tareador.taskgraph.mpi import load_run, rank_dirs
+from tareador.taskgraph.patterns import RANK_FILE, load_rank_patterns, save_run_patterns, transfer_patterns
+from tareador.taskgraph.store import is_run, write_table
 
 
 def register(subparsers) -> None:
@@ -36,17 +42,14 @@ def write_run_patterns(directory: str | Path, messages, chunks: int = 4, starmap
     """patterns.csv and patterns.npz of a run from its ranks' patterns.npz, each rank's read by
     ``starmap`` (tareador.workers.rank_pool's; default: here, one after the other); returns
     (ranks' RankPatterns, transfers, figures), or None when the run was traced without patterns."""
-    from tareador.analyses.patterns import MessageFigures, figures
-    from tareador.taskgraph.mpi import rank_dirs
-    from tareador.taskgraph.patterns import RANK_FILE, load_rank_patterns, save_run_patterns, transfer_patterns
-    from tareador.taskgraph.store import write_table
-
     d = Path(directory)
     dirs = rank_dirs(d)
     if not dirs or not all((r / RANK_FILE).exists() for r in dirs.values()):
         return None
     items = [(r,) for r in dirs.values()]
-    ranks = starmap(load_rank_patterns, items) if starmap else [load_rank_patterns(*item) for item in items]
+    loaded = dict(zip(dirs, starmap(load_rank_patterns, items) if starmap else [load_rank_patterns(*i) for i in items],
+                      strict=True))
+    ranks = [loaded.get(r) for r in range(max(dirs) + 1)]  # a rank that wrote no trace: None
     transfers = transfer_patterns(messages, ranks)
     rows = [figures(t, chunks) for t in transfers]
     write_table(d / "patterns.csv", MessageFigures, rows)
@@ -58,10 +61,6 @@ def run_patterns(directory: str | Path, chunks: int, collectives_do: bool = Fals
     """(MpiRun, ranks' RankPatterns, transfers, figures) of a run directory, patterns.csv/npz
     rewritten with ``chunks``; what cannot be used is a UserError. A run without point-to-point
     messages is one too, unless ``collectives_do`` and it has collectives."""
-    from tareador.analyses.patterns import check_chunks
-    from tareador.taskgraph.mpi import load_run
-    from tareador.taskgraph.store import is_run
-
     d = Path(directory)
     check_chunks(chunks)
     if not is_run(d):
@@ -79,10 +78,6 @@ def run_patterns(directory: str | Path, chunks: int, collectives_do: bool = Fals
 
 
 def run(args) -> int:
-    from tareador.analyses.patterns import statistics
-    from tareador.render.plots import plot_patterns
-    from tareador.render.summary import format_pattern_statistics
-
     d = Path(args.run_dir)
     _, _, transfers, rows = run_patterns(d, args.chunks)
     stats = statistics(rows)

@@ -5,7 +5,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import numpy as np
+
+from tareador.cli.patterns import write_run_patterns
 from tareador.errors import UserError
+from tareador.files import together
+from tareador.formats.paraver import task_type_values
+from tareador.render.summary import format_run_summary
+from tareador.synthesis.mpi_authentic import by_rank, call_records, communicators, write_mpi_authentic
+from tareador.synthesis.mpi_ompss import rank_threads, write_mpi_ompss
+from tareador.taskgraph.durations import aligned, load_durations, measured_calls, measured_trace
+from tareador.taskgraph.mpi import build_run, rank_dirs
+from tareador.taskgraph.store import remove_owned
+from tareador.workers import rank_pool
 
 
 def register(subparsers) -> None:
@@ -21,8 +33,8 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_dir", metavar="DIR", help="the directory given to 'tareador trace --mpi -o'")
     add_collectives_option(p)
-    p.add_argument("--jobs", type=int, metavar="N", help="processes for the per-rank work (default: the CPUs; 1 = "
-                   "none besides this one)")
+    p.add_argument("--jobs", type=int, metavar="N", help="processes for the per-rank work (default: 1, none besides "
+                   "this one, unless the ranks' files hold 64 MB or more: then the CPUs)")
     p.set_defaults(func=run)
 
 
@@ -34,12 +46,9 @@ def add_collectives_option(p) -> None:
 
 
 def run(args) -> int:
-    from tareador.render.summary import format_run_summary
-    from tareador.workers import rank_pool
-
     if args.jobs is not None and args.jobs < 1:
         raise UserError(f"--jobs must be at least 1, not {args.jobs}")
-    with rank_pool(args.jobs) as starmap:
+    with rank_pool(args.jobs, run_work(args.run_dir)) as starmap:
         if starmap is None:  # another process of an MPI launch: it served process 0, which writes
             return 0
         result = postprocess(args.run_dir, collectives=args.collectives, starmap=starmap)
@@ -52,16 +61,28 @@ def postprocess(directory: str | Path, ending: str | None = None, collectives: s
     written as ``collectives`` (synthesis/mpi_authentic.py), and when every rank was timed (tareador
     time) the same on the measured clock, authentic-measured.dim and ompss-measured.dim; returns
     the MpiRun. ``starmap`` runs the per-rank work (tareador.workers.rank_pool; default: a process
-    pool)."""
+    pool). They are written all together or, on any error, none, and what an earlier postprocess
+    wrote is removed."""
     if starmap is None:
-        from tareador.workers import rank_pool
-
-        with rank_pool() as starmap:
+        with rank_pool(work=run_work(directory)) as starmap:
             return postprocess(directory, ending, collectives, starmap)
-    from tareador.cli.patterns import write_run_patterns
-    from tareador.taskgraph.mpi import build_run
 
     d = Path(directory)
+    try:
+        with together():
+            return _write_run(d, ending, collectives, starmap)
+    except BaseException:
+        remove_owned(d)  # what an earlier postprocess wrote no longer matches the ranks
+        raise
+
+
+def run_work(directory: str | Path) -> tuple[int, int]:
+    """(ranks, bytes of their files) of a run directory: what decides whether a pool pays off."""
+    dirs = rank_dirs(Path(directory))
+    return len(dirs), sum(f.stat().st_size for d in dirs.values() for f in d.iterdir() if f.is_file())
+
+
+def _write_run(d: Path, ending: str | None, collectives: str, starmap):
     result = build_run(d, ending, starmap)
     write_run_patterns(d, result.messages, starmap=starmap)
     write_run_traces(d, result, collectives, starmap)
@@ -74,10 +95,6 @@ def write_run_traces(d: Path, run, collectives: str, starmap, measured: bool = F
     """authentic.dim and ompss.dim of an MpiRun; ``measured``: authentic-measured.dim and
     ompss-measured.dim, every rank's fragments and calls on its measured clock (DurationsError
     when a rank has no usable durations.csv)."""
-    from tareador.formats.paraver import task_type_values
-    from tareador.synthesis.mpi_authentic import by_rank, call_records, communicators, write_mpi_authentic
-    from tareador.synthesis.mpi_ompss import rank_threads, write_mpi_ompss
-
     ranks, calls = run.ranks, run.calls_by_rank
     if measured:
         ranks, calls = measured_ranks(d, ranks, calls)
@@ -94,10 +111,6 @@ def write_run_traces(d: Path, run, collectives: str, starmap, measured: bool = F
 
 def measured_ranks(d: Path, ranks: list, calls: list) -> tuple[list, list]:
     """Every rank's trace and calls on its measured clock (taskgraph/durations.py)."""
-    import numpy as np
-
-    from tareador.taskgraph.durations import aligned, load_durations, measured_calls, measured_trace
-
     out_ranks, out_calls = [], []
     for r, (trace, rank_calls) in enumerate(zip(ranks, calls)):
         where = d / f"rank-{r}"

@@ -4,12 +4,22 @@ sweep the machine's network (``--bandwidth``/``--latency``)."""
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 from pathlib import Path
 
-from tareador.cli.mapping import add_ranks_per_node
+from tareador.analyses.network_sweep import sweep
+from tareador.cli.mapping import add_ranks_per_node, with_ranks_per_node
+from tareador.cli.options import load_machine_arg, progress_bar
 from tareador.errors import UserError
+from tareador.files import output_file
+from tareador.formats.chrome import write_replay_chrome
+from tareador.formats.dimemas import read_dim
+from tareador.formats.paraver import write_paraver
+from tareador.render.plots import plot_network_sweep
+from tareador.render.summary import plural
+from tareador.simulation.dimemas_engine import replay
 
 
 def register(subparsers) -> None:
@@ -37,10 +47,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from tareador.cli.mapping import with_ranks_per_node
-    from tareador.cli.simulate import load_machine_arg, progress_bar
-    from tareador.formats.dimemas import read_dim
-
     bandwidths, latencies = value_list(args.bandwidth, "--bandwidth"), value_list(args.latency, "--latency")
     sweeping = bandwidths is not None or latencies is not None
     if sweeping and (args.prv or args.chrome):
@@ -79,10 +85,6 @@ def value_list(text: str | None, option: str) -> list[float] | None:
 
 
 def _replay(args, trace, machine, progress):
-    from tareador.formats.chrome import write_replay_chrome
-    from tareador.formats.paraver import write_paraver
-    from tareador.simulation.dimemas_engine import replay
-
     result = replay(trace, machine, record=bool(args.prv or args.chrome), progress=progress)
     if args.prv:
         write_paraver(result.paraver, args.prv)
@@ -92,8 +94,6 @@ def _replay(args, trace, machine, progress):
 
 
 def _print_replay(args, result) -> None:
-    from tareador.render.summary import plural
-
     print(f"makespan {result.makespan:.9f} s ({plural(len(result.threads), 'Dimemas task')}, "
           f"{plural(sum(result.threads), 'thread')})")
     if len(result.threads) <= 64:
@@ -105,10 +105,6 @@ def _print_replay(args, result) -> None:
 
 
 def _sweep(args, trace, machine, bandwidths, latencies) -> int:
-    from tareador.analyses.network_sweep import sweep
-    from tareador.cli.simulate import progress_bar
-    from tareador.render.plots import plot_network_sweep
-
     runs = len(bandwidths or [0]) * len(latencies or [0])
     result = sweep(trace, machine, bandwidths, latencies, progress_bar(runs, "replaying"))
     if result.inter_node_messages == 0:
@@ -131,10 +127,6 @@ def _sweep(args, trace, machine, bandwidths, latencies) -> int:
 
 
 def _write_sweep_csv(path: Path, result) -> Path:
-    import csv
-
-    from tareador.files import output_file
-
     with output_file(path, newline="") as f:
         w = csv.writer(f)
         w.writerow(["bandwidth_mb_s", "latency_s", "time_s", "speedup"])

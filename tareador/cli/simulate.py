@@ -3,14 +3,31 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
+from tareador.analyses.speedup import parallelism_profile, study
+from tareador.cli import simulate_mpi
 from tareador.cli.mapping import add_ranks_per_node
+from tareador.cli.options import core_list, load_machine_arg, progress_bar
 from tareador.errors import UserError
-from tareador.simulation.machine import CREATION_MODELS
+from tareador.files import output_file
+from tareador.formats.chrome import write_chrome
+from tareador.formats.paraver import nanoseconds, schedule_run, write_paraver
+from tareador.render.plots import GANTT_CORES, GANTT_LIMIT, plot_gantt, plot_profile, plot_speedup
+from tareador.render.summary import LABEL
+from tareador.render.summary import format_seconds as seconds
+from tareador.simulation.machine import CREATION_MODELS, MAX_COUNT, in_nanoseconds
+from tareador.synthesis.ompss import write_dim_traces
 from tareador.taskgraph.durations import KINDS as DURATION_KINDS
+from tareador.taskgraph.durations import measured_dag
+from tareador.taskgraph.store import is_run, load_dag
 
 
 def register(subparsers) -> None:
@@ -75,11 +92,6 @@ def machine_options(args):
     """(machine, core counts, policy) of ``add_machine_options``' arguments, the command line's
     runtime options folded into the machine (in nanoseconds for measured durations); UserError
     if unusable."""
-    import math
-    from dataclasses import replace
-
-    from tareador.simulation.machine import MAX_COUNT, in_nanoseconds
-
     if args.overhead is not None and not 0 <= args.overhead <= MAX_COUNT:
         raise UserError(f"--overhead must be >= 0 and at most {MAX_COUNT} instructions")
     machine = load_machine_arg(args.machine)
@@ -104,30 +116,8 @@ def machine_options(args):
 def task_graph(directory, durations: str):
     """The trace's task graph, its weights the measured nanoseconds when asked (DurationsError
     when there are none)."""
-    from tareador.taskgraph.dag import load_dag
-    from tareador.taskgraph.durations import measured_dag
-
     dag = load_dag(directory)
     return measured_dag(dag, directory) if durations == "measured" else dag
-
-
-def core_list(text: str) -> list[int | None]:
-    """Parsed here rather than by argparse so that a bad count is one line, not a usage message."""
-    from tareador.simulation.machine import MAX_CPUS
-
-    out = []
-    for part in text.split(","):
-        part = part.strip().lower()
-        if part in ("inf", "infinite", "unbounded"):
-            out.append(None)
-        elif part.isdigit() and 0 < int(part) <= MAX_CPUS:
-            out.append(int(part))
-        elif part.isdigit() and int(part) > 0:
-            raise UserError(f"--cores: {part} cores are more than the {MAX_CPUS} tareador simulates (it lists every "
-                            "core in its results); use inf for an unbounded machine")
-        else:
-            raise UserError(f"--cores: {part!r} is not a core count; give positive integers or inf, e.g. 1,4,inf")
-    return out
 
 
 def default_cores(machine, given: bool) -> list[int | None]:
@@ -138,30 +128,7 @@ def default_cores(machine, given: bool) -> list[int | None]:
     return sorted({1 << k for k in range(total.bit_length()) if 1 << k <= total} | {total}) + [None]
 
 
-def progress_bar(total: int, what: str):
-    """A tqdm update callback when a person watches stderr, else None."""
-    if not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=what, unit=" tasks", leave=False, file=sys.stderr).update
-
-
-def load_machine_arg(path: str | None):
-    """The machine of ``--machine`` (a default one without), its warnings printed."""
-    from tareador.simulation.machine import Machine, load_machine
-
-    machine = load_machine(path) if path else Machine()
-    for warning in machine.warnings:
-        print(f"tareador: warning: {warning}", file=sys.stderr)
-    return machine
-
-
 def run(args) -> int:
-    from tareador.analyses.speedup import study
-    from tareador.cli import simulate_mpi
-    from tareador.taskgraph.store import is_run
-
     if is_run(Path(args.trace_dir)):
         return simulate_mpi.run(args)
     if args.ranks_per_node is not None:
@@ -203,9 +170,6 @@ def runtime_line(policy: str, creation: str, start: int, create: int, unit: str,
 
 
 def format_study(result, policy: str) -> str:
-    from tareador.render.summary import LABEL
-    from tareador.render.summary import format_seconds as seconds
-
     lines = [f"{'T1 (sequential)':<{LABEL}}{seconds(result.t1)}",
              f"{'T-inf (crit.path)':<{LABEL}}{seconds(result.tinf)}",
              f"{'parallelism':<{LABEL}}{result.parallelism:.2f}",
@@ -221,12 +185,6 @@ def format_study(result, policy: str) -> str:
 
 def _write_outputs(args, out: Path, dag, result, machine) -> dict[str, list[Path]]:
     """Files written, by what opens them."""
-    import numpy as np
-
-    from tareador.formats.chrome import write_chrome
-    from tareador.formats.paraver import nanoseconds, schedule_run, write_paraver
-    from tareador.synthesis.ompss import write_dim_traces
-
     written: dict[str, list[Path]] = {}
 
     def wrote(kind: str, *paths: Path) -> None:
@@ -244,8 +202,6 @@ def _write_outputs(args, out: Path, dag, result, machine) -> dict[str, list[Path
                                         dag.ids, s.start * us, (s.finish - s.start) * us, s.core, dag.dep_src,
                                         dag.dep_dst))
     if args.plot:
-        from tareador.render.plots import GANTT_CORES, GANTT_LIMIT, plot_gantt, plot_profile, plot_speedup
-
         wrote("plots", plot_speedup(result, out / "speedup.png"))
         unbounded = [s for s in result.schedules if s.cores is None]
         finite = [s for s in result.schedules if s.cores is not None]
@@ -267,11 +223,6 @@ def _write_outputs(args, out: Path, dag, result, machine) -> dict[str, list[Path
 
 def _write_csv(out: Path, result) -> list[Path]:
     """The table and the parallelism profile as plain CSV, in seconds, for scripts and spreadsheets."""
-    import csv
-
-    from tareador.analyses.speedup import parallelism_profile
-    from tareador.files import output_file
-
     table = out / "speedup.csv"
     with output_file(table, newline="") as f:
         w = csv.writer(f)

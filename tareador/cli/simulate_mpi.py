@@ -3,22 +3,26 @@ per rank, the run's ompss.dim replayed on the machine's network (analyses/mpi_sp
 
 from __future__ import annotations
 
+import csv
 import json
 import sys
 from dataclasses import replace
 from pathlib import Path
 
+from tareador.analyses.mpi_speedup import mpi_study, ranks_per_node
+from tareador.cli.mapping import with_ranks_per_node
+from tareador.cli.options import core_list, load_machine_arg
 from tareador.errors import UserError
+from tareador.files import output_file
+from tareador.formats.dimemas import read_dim
+from tareador.formats.paraver import write_paraver
+from tareador.render.plots import plot_mpi_speedup
+from tareador.render.summary import LABEL
+from tareador.render.summary import format_seconds as seconds
+from tareador.taskgraph.mpi import load_run
 
 
 def run(args) -> int:
-    from tareador.analyses.mpi_speedup import mpi_study
-    from tareador.cli.mapping import with_ranks_per_node
-    from tareador.cli.simulate import core_list, load_machine_arg
-    from tareador.formats.dimemas import read_dim
-    from tareador.formats.paraver import write_paraver
-    from tareador.taskgraph.mpi import load_run
-
     d = Path(args.trace_dir)
     for option, given in (("--overhead", args.overhead is not None), ("--chrome", args.chrome), ("--dim", args.dim),
                           ("--policy bf", args.policy == "bf"), ("--creation", args.creation is not None),
@@ -55,8 +59,6 @@ def run(args) -> int:
     if args.csv:
         written.append(_write_csv(out / "speedup.csv", study))
     if args.plot:
-        from tareador.render.plots import plot_mpi_speedup
-
         written.append(plot_mpi_speedup(study, out / "speedup.png"))
     if args.json:
         print(json.dumps(study.as_json()))
@@ -81,16 +83,12 @@ def default_cores_per_rank(machine, given: str | None) -> list[int | None]:
     """1, 2, 4, 8 and inf; with a machine file, the powers of two up to a node's cores per rank."""
     if not given:
         return [1, 2, 4, 8, None]
-    from tareador.analyses.mpi_speedup import ranks_per_node
 
     most = max(machine.cores_per_node // ranks_per_node(machine), 1)
     return sorted({1 << k for k in range(most.bit_length())} | {most}) + [None]
 
 
 def format_mpi_study(study, trace: str = "ompss.dim") -> str:
-    from tareador.render.summary import LABEL
-    from tareador.render.summary import format_seconds as seconds
-
     lines = [f"{'ranks':<{LABEL}}{study.ranks}, {study.ranks_per_node} per node",
              f"{'authentic MPI run':<{LABEL}}{seconds(study.authentic.makespan)} (1 core per rank)",
              f"MPI/OmpSs ({trace}) on the machine's network, policy {study.policy}",
@@ -102,10 +100,6 @@ def format_mpi_study(study, trace: str = "ompss.dim") -> str:
 
 
 def _write_csv(path: Path, study) -> Path:
-    import csv
-
-    from tareador.files import output_file
-
     with output_file(path, newline="") as f:
         w = csv.writer(f)
         w.writerow(["cores_per_rank", "cores_per_node", "time", "speedup", "efficiency"])

@@ -4,10 +4,24 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
+import numpy as np
+
+from tareador.cli.time_mpi import run as run_mpi
+from tareador.cli.time_mpi import timing_target
+from tareador.cli.trace import function_names
 from tareador.errors import UserError
+from tareador.render.summary import format_timing
+from tareador.taskgraph.durations import save_durations
+from tareador.taskgraph.store import is_run, load_trace
+from tareador.tracing.driver import check_program
+from tareador.tracing.functions import resolve
+from tareador.tracing.timing import fragments as cut
+from tareador.tracing.timing import matched, record_run, timed_run
+from tareador.workers import launch_rank
 
 DEFAULT_REPEAT = 5
 
@@ -51,8 +65,6 @@ def _target(args) -> None:
 
 
 def run(args) -> int:
-    from tareador.taskgraph.store import is_run
-
     if args.rank_records:
         return _time_rank(args)
     _target(args)
@@ -60,17 +72,13 @@ def run(args) -> int:
         raise UserError(f"--repeat must be at least 1, not {args.repeat}")
     d = Path(args.trace_dir)
     if is_run(d):
-        from tareador.cli.time_mpi import run as run_mpi
-
         return run_mpi(args)
-    from tareador.taskgraph.store import load_trace
 
     trace = load_trace(d)
     argv, functions, explore = timing_target(args, trace.summary, d)
     if sys.stderr.isatty():
         print(f"timing {args.repeat} run(s) of {' '.join(argv)}", file=sys.stderr)
     runs, info = timed_runs(argv, functions, explore, trace.fragments, args.repeat)
-    from tareador.taskgraph.durations import save_durations
 
     path = save_durations(d, [t.id for t in trace.fragments], runs, info)
     print(format_timing(trace, runs, info))
@@ -81,50 +89,17 @@ def run(args) -> int:
 def _time_rank(args) -> int:
     """One rank of ``tareador time RUN_DIR``'s launch (cli/time_mpi.py): its program under the
     timing hooks, MPI calls included, its record written as RECORDS/rank-N."""
-    import signal
-
-    from tareador.cli.trace import function_names
-    from tareador.tracing import mpi_launch
-    from tareador.tracing.driver import check_program
-    from tareador.tracing.functions import resolve
-    from tareador.tracing.timing import record_run
-
     signal.signal(signal.SIGUSR1, lambda signum, frame: None)  # MPICH's notice that another rank failed
     argv = args.target[1:] if args.target[:1] == ["--"] else args.target
     names = function_names(args.task_function)
     functions = tuple(resolve(check_program(argv), names)) if names else ()
-    rank = mpi_launch.rank() or 0
+    rank = launch_rank() or 0
     return record_run(argv, Path(args.rank_records) / f"rank-{rank}", functions, mpi=True, hooks=True)
-
-
-def timing_target(args, summary: dict, d: Path) -> tuple[list[str], tuple, bool]:
-    """(the program's argv, its task functions, whether it is an explore recording); UserError
-    when the trace cannot be timed."""
-    from tareador.cli.trace import function_names
-    from tareador.tracing.driver import check_program
-    from tareador.tracing.functions import resolve
-
-    if summary.get("partial"):
-        raise UserError(f"{d} is a partial trace (the program {summary.get('ending')}): trace a complete run to time")
-    given = args.program
-    program = summary.get("program_path") or summary.get("program")
-    argv = given or ([program, *summary.get("arguments", [])] if program else [])
-    if not argv:
-        raise UserError(f"{d}/summary.json names no program: give it, tareador time {d} -- ./prog args")
-    explore = "explore_candidates" in summary
-    names = (function_names(args.task_function) or summary.get("task_functions")
-             or summary.get("explore_candidates") or [])
-    return argv, tuple(resolve(check_program(argv), names)) if names else (), explore
 
 
 def timed_runs(argv: list[str], functions: tuple, explore: bool, fragments: list, repeat: int):
     """(nanoseconds per run and fragment, what timing.json says about them); TimingError when a
     run fails or does not match the trace."""
-    import numpy as np
-
-    from tareador.tracing.timing import fragments as cut
-    from tareador.tracing.timing import matched, timed_run
-
     loads = [os.getloadavg()[0]]
     rows, costs = [], []
     for k in range(1, repeat + 1):
@@ -135,36 +110,3 @@ def timed_runs(argv: list[str], functions: tuple, explore: bool, fragments: list
     info = {"runs": repeat, "program": argv[0], "arguments": argv[1:], "task_functions": [f.name for f in functions],
             "event_ns": costs, "load_average": loads, "total_ns": [float(r.sum()) for r in rows]}
     return np.array(rows).reshape(repeat, len(fragments)), info
-
-
-def format_timing(trace, runs, info: dict) -> str:
-    """The runs' spread, and per task type its share of the instructions beside its share of the
-    measured time: where instruction counts mislead."""
-    import numpy as np
-
-    from tareador.files import printable
-    from tareador.render.summary import LABEL
-    from tareador.render.summary import format_seconds as seconds
-    from tareador.taskgraph.model import PROGRAM
-
-    total = runs.sum(axis=1) / 1e9
-    median = np.median(runs, axis=0)
-    lines = [f"{'fragments':<{LABEL}}{len(trace.fragments)}, matched one to one in each of {info['runs']} run(s)",
-             f"{'analysed region':<{LABEL}}{seconds(float(np.median(total)))} median "
-             f"({seconds(float(total.min()))} .. {seconds(float(total.max()))})",
-             f"{'event cost':<{LABEL}}{min(info['event_ns']):g} .. {max(info['event_ns']):g} ns per marker, "
-             "subtracted (hooked calls: their own calibration)",
-             f"{'load average':<{LABEL}}{info['load_average'][0]:.1f} before, {info['load_average'][1]:.1f} after",
-             f"{'task type':<18} {'instances':>9} {'instructions':>13} {'measured':>12} {'ns/instr':>9}"]
-    types: dict[str, list] = {}
-    for t, ns in zip(trace.fragments, median.tolist()):
-        row = types.setdefault(PROGRAM if t.is_main else t.name, [0, 0, 0.0])
-        row[0] += t.starts_instance and not t.is_main
-        row[1] += t.instructions
-        row[2] += ns
-    work, time = max(trace.t1, 1), max(float(median.sum()), 1.0)
-    for name, (count, instr, ns) in sorted(types.items(), key=lambda kv: -kv[1][2]):
-        ratio = f"{ns / instr:.3f}" if instr else "-"
-        lines.append(f"{printable(name):<18} {count:>9} {100 * instr / work:>12.1f}% {100 * ns / time:>11.1f}% "
-                     f"{ratio:>9}")
-    return "\n".join(lines)

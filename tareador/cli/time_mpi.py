@@ -16,21 +16,23 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
+from tareador.cli.postprocess import write_run_traces
+from tareador.cli.trace import function_names
 from tareador.errors import TimingError, UserError
+from tareador.render.summary import format_timing
+from tareador.taskgraph.durations import save_durations
+from tareador.taskgraph.mpi import load_run
+from tareador.tracing.driver import check_program
+from tareador.tracing.functions import resolve
+from tareador.tracing.mpi_launch import MPIS
+from tareador.tracing.timing import fragments, matched, read_record
 
 TIMEOUT = 3600.0  # seconds one launch may take: a deadlocked run would otherwise hang here
 
 
 def run(args) -> int:
-    import numpy as np
-
-    from tareador.cli.postprocess import write_run_traces
-    from tareador.cli.time import format_timing, timing_target
-    from tareador.taskgraph.durations import save_durations
-    from tareador.taskgraph.mpi import load_run
-    from tareador.tracing.mpi_launch import MPIS
-    from tareador.tracing.timing import fragments, matched, read_record
-
     d = Path(args.trace_dir)
     mpi_run = load_run(d)
     first = mpi_run.ranks[0].summary
@@ -75,3 +77,20 @@ def run(args) -> int:
     written = write_run_traces(d, mpi_run, args.collectives, lambda f, items: [f(*i) for i in items], measured=True)
     print(f"wrote rank-N/durations.csv and {' '.join(p.name for p in written if p.suffix == '.dim')} in {d}")
     return 0
+
+
+def timing_target(args, summary: dict, d: Path) -> tuple[list[str], tuple, bool]:
+    """(the program's argv, its task functions, whether it is an explore recording) to time a
+    trace of, one process's or a rank's (tareador time DIR dispatches here too); UserError when
+    the trace cannot be timed."""
+    if summary.get("partial"):
+        raise UserError(f"{d} is a partial trace (the program {summary.get('ending')}): trace a complete run to time")
+    given = args.program
+    program = summary.get("program_path") or summary.get("program")
+    argv = given or ([program, *summary.get("arguments", [])] if program else [])
+    if not argv:
+        raise UserError(f"{d}/summary.json names no program: give it, tareador time {d} -- ./prog args")
+    explore = "explore_candidates" in summary
+    names = (function_names(args.task_function) or summary.get("task_functions")
+             or summary.get("explore_candidates") or [])
+    return argv, tuple(resolve(check_program(argv), names)) if names else (), explore

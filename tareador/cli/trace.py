@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 
 from tareador.errors import UserError
+from tareador.render.summary import format_summary
+from tareador.tracing.mpi_launch import supervised
+from tareador.tracing.run import trace
 
 
 def register(subparsers) -> None:
-    import argparse
-
     p = subparsers.add_parser("trace", help="run an annotated program under the tracer",
                               description="Run the program under Frida, derive the dependencies between its "
                                           "task instances and write a trace directory.",
@@ -49,9 +51,6 @@ def function_names(values: list[str]) -> list[str]:
 
 
 def run(args) -> int:
-    from tareador.render.summary import format_summary
-    from tareador.tracing.run import trace
-
     argv, out = program_and_output(args, "tareador trace -o DIR -- ./prog [args]")
     if args.mpi:
         # MPICH's notice that another rank failed (once told not to kill the job, as `tareador
@@ -61,6 +60,8 @@ def run(args) -> int:
     result = trace(argv, out, progress=not args.no_progress, mpi=args.mpi,
                    task_functions=function_names(args.task_function))
     status = result.summary.get("exit_status")
+    if args.mpi and supervised():  # tareador mpirun prints the run's summary, one table for every rank
+        return 1 if result.summary["partial"] and status is None else status or 0
     note = None
     if result.summary["partial"]:
         note = f"tareador: the program {result.summary['ending']}; the partial trace is in {result.path}"

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 from pathlib import Path
 
-from tareador.cli.simulate import (add_machine_options, machine_options, progress_bar, runtime_line, task_graph,
-                                   unit_of)
+from tareador.analyses.whatif import label, ratio, type_names, whatif
+from tareador.cli.options import progress_bar
+from tareador.cli.simulate import add_machine_options, machine_options, runtime_line, task_graph, unit_of
 from tareador.errors import UserError
+from tareador.files import output_file, printable
+from tareador.render.plots import plot_whatif
+from tareador.render.summary import LABEL, machine_name
+from tareador.render.summary import format_seconds as seconds
 
 
 def register(subparsers) -> None:
@@ -49,8 +55,6 @@ def factor_list(text: str) -> list[float]:
 
 
 def run(args) -> int:
-    from tareador.analyses.whatif import label, type_names, whatif
-
     factors = factor_list(args.factors)
     machine, cores, policy = machine_options(args)
     try:
@@ -67,8 +71,6 @@ def run(args) -> int:
     if args.plot or args.csv:
         out.mkdir(parents=True, exist_ok=True)
     if args.plot:
-        from tareador.render.plots import plot_whatif
-
         written += [plot_whatif(result, c, out / f"whatif-{label(c)}.png") for c in result.cores]
     if args.csv:
         written.append(_write_csv(out / "whatif.csv", result))
@@ -82,11 +84,6 @@ def run(args) -> int:
 
 
 def format_whatif(result) -> str:
-    from tareador.analyses.whatif import ratio
-    from tareador.files import printable
-    from tareador.render.summary import LABEL, machine_name
-    from tareador.render.summary import format_seconds as seconds
-
     lines = [f"{'T1 (sequential)':<{LABEL}}{seconds(result.t1 / result.rate)}",
              f"{'T-inf (crit.path)':<{LABEL}}{seconds(result.tinf / result.rate)}",
              runtime_line(result.policy, result.creation, result.overhead, result.creation_cost, result.unit,
@@ -117,10 +114,6 @@ def _percent(benefit: float) -> str:
 
 
 def _write_csv(path: Path, result) -> Path:
-    import csv
-
-    from tareador.files import output_file
-
     rows = result.rows()
     with output_file(path, newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))

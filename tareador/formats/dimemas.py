@@ -18,7 +18,7 @@ import numpy as np
 from tareador.errors import DimError
 from tareador.files import output_file, write_text
 from tareador.formats.paraver import ParaverRun, pcf_text, task_event_labels, task_type_values
-from tareador.text_columns import byte_words, digit_values, line_chunks, recycle_freed_memory, split_fields
+from tareador.text_columns import Fields, byte_words, digit_values, line_chunks, recycle_freed_memory, split_fields
 
 BURST, SEND, RECV, GLOBAL_OP, EVENT, NOOP = 1, 2, 3, 10, 20, 0
 SYNC_RENDEZVOUS, SYNC_IMMEDIATE = 1, 2
@@ -223,26 +223,7 @@ def _parse_chunk(data: bytes, words: np.ndarray, start: int, stop: int, row: int
     def fail(line_index: int, why: str):
         raise DimError(f"{path}:{first_line + row + line_index}: {why}: {f.line_text(line_index)[:80]!r}")
 
-    last = len(ends) - 1
-    op = np.where(is_int[first_tok], value[first_tok], -1)
-    ids_ok = (ntok >= 3) & is_int[np.minimum(first_tok + 1, last)] & is_int[np.minimum(first_tok + 2, last)]
-    shape_ok = ((op == BURST) & (ntok == 4)) | (((op == SEND) | (op == RECV)) & ((ntok == 8) | (ntok == 9))) \
-        | ((op == EVENT) & (ntok == 5)) | ((op == NOOP) & (ntok == 3)) \
-        | ((op == GLOBAL_OP) & ((ntok == 9) | (ntok == 10)))
-    problems = np.flatnonzero(~(ids_ok & shape_ok))
-    if len(problems):
-        i = int(problems[0])
-        known = {BURST: 4, SEND: "8 or 9", RECV: "8 or 9", GLOBAL_OP: "9 or 10", EVENT: 5, NOOP: 3}
-        o = int(op[i])
-        if o not in known or ntok[i] < 3:
-            fail(i, "not a record (op:task:thread:...) of a supported kind (0, 1, 2, 3, 10, 20)")
-        fail(i, f"a record of kind {o} has {known[o]} fields, this one {int(ntok[i])}")
-    task, thread = value[first_tok + 1], value[first_tok + 2]
-    bad_id = (task < 0) | (task >= len(base) - 1)
-    bad_id |= (thread < 0) | (thread >= np.diff(base)[np.clip(task, 0, len(base) - 2)])
-    if bad_id.any():
-        fail(int(np.flatnonzero(bad_id)[0]), "task or thread id beyond those the header declares")
-
+    op, task, thread = _records(f, base, fail)
     # Every field but the burst duration must be an integer.
     burst_rows = np.flatnonzero(op == BURST)
     burst_tok = first_tok[burst_rows] + 3
@@ -304,6 +285,32 @@ def _parse_chunk(data: bytes, words: np.ndarray, start: int, stop: int, row: int
     unseen = first_pos[g[change]] < 0
     first_pos[g[change[unseen]]] = start + starts[first_tok[change[unseen]]]
     return nlines
+
+
+def _records(f: Fields, base: np.ndarray, fail) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each line's kind, task and thread; ``fail(line, why)`` at the first line of an unknown kind,
+    with another number of fields than its kind has, or naming a task or thread the header does not."""
+    first_tok, ntok, is_int, value = f.first_tok, f.ntok, f.is_int, f.value
+    last = len(f.ends) - 1
+    op = np.where(is_int[first_tok], value[first_tok], -1)
+    ids_ok = (ntok >= 3) & is_int[np.minimum(first_tok + 1, last)] & is_int[np.minimum(first_tok + 2, last)]
+    shape_ok = ((op == BURST) & (ntok == 4)) | (((op == SEND) | (op == RECV)) & ((ntok == 8) | (ntok == 9))) \
+        | ((op == EVENT) & (ntok == 5)) | ((op == NOOP) & (ntok == 3)) \
+        | ((op == GLOBAL_OP) & ((ntok == 9) | (ntok == 10)))
+    problems = np.flatnonzero(~(ids_ok & shape_ok))
+    if len(problems):
+        i = int(problems[0])
+        known = {BURST: 4, SEND: "8 or 9", RECV: "8 or 9", GLOBAL_OP: "9 or 10", EVENT: 5, NOOP: 3}
+        o = int(op[i])
+        if o not in known or ntok[i] < 3:
+            fail(i, "not a record (op:task:thread:...) of a supported kind (0, 1, 2, 3, 10, 20)")
+        fail(i, f"a record of kind {o} has {known[o]} fields, this one {int(ntok[i])}")
+    task, thread = value[first_tok + 1], value[first_tok + 2]
+    bad_id = (task < 0) | (task >= len(base) - 1)
+    bad_id |= (thread < 0) | (thread >= np.diff(base)[np.clip(task, 0, len(base) - 2)])
+    if bad_id.any():
+        fail(int(np.flatnonzero(bad_id)[0]), "task or thread id beyond those the header declares")
+    return op, task, thread
 
 
 def _burst_seconds(arr, words, offset, starts, lengths, is_int, ints, dot) -> np.ndarray:

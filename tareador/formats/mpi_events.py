@@ -9,6 +9,8 @@ bsc-performance-tools/extrae) lets them open our timelines unchanged.
 
 from __future__ import annotations
 
+from tareador.taskgraph.model import STARTED_RECEIVES, STARTED_SENDS
+
 POINT_TO_POINT, COLLECTIVE, OTHER = 50000001, 50000002, 50000003
 TYPE_LABELS = {POINT_TO_POINT: "MPI Point-to-point", COLLECTIVE: "MPI Collective Comm", OTHER: "MPI Other"}
 
@@ -33,13 +35,19 @@ CALLS = {
     "MPI_Init": (OTHER, 31), "MPI_Init_thread": (OTHER, 31), "MPI_Finalize": (OTHER, 32), "MPI_Test": (OTHER, 39),
     "MPI_Request_free": (OTHER, 115), "MPI_Testall": (OTHER, 125), "MPI_Testany": (OTHER, 126),
     "MPI_Testsome": (OTHER, 128), "MPI_Comm_split_type": (OTHER, 194),
+    "MPI_Bsend_init": (OTHER, 112), "MPI_Recv_init": (OTHER, 116), "MPI_Send_init": (OTHER, 117),
+    "MPI_Rsend_init": (OTHER, 121), "MPI_Ssend_init": (OTHER, 122), "MPI_Start": (OTHER, 123),
+    "MPI_Startall": (OTHER, 124),
 }
+# The rows of a started persistent request ("MPI_Startall:MPI_Recv_init") are their start call's.
+CALLS.update({name: CALLS[name.split(":")[0]] for name in STARTED_SENDS | STARTED_RECEIVES})
 
 
 def event_labels(types) -> dict[int, tuple[str, dict[int, str]]]:
     """Paraver labels of the MPI event types among ``types``: each type's functions by value."""
     labels = {}
     for etype in sorted(set(types) & set(TYPE_LABELS)):
-        values = {value: name for name, (t, value) in CALLS.items() if t == etype and name != "MPI_Init_thread"}
+        values = {value: name for name, (t, value) in CALLS.items() if t == etype and name != "MPI_Init_thread"
+                  and ":" not in name}
         labels[etype] = (TYPE_LABELS[etype], {0: "Outside MPI", **values})
     return labels

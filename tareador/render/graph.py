@@ -13,15 +13,17 @@ import math
 import shutil
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import graphviz
-import networkx as nx
+import numpy as np
 
 from tareador.errors import ToolchainError
 from tareador.files import printable, write_bytes, write_text
 from tareador.render.summary import human, plural, work_by_type
 from tareador.system_packages import how_to_install
+from tareador.taskgraph.dag import bypass_edges, transitive_reduction
 from tareador.taskgraph.model import PROGRAM, RAW, TaskTrace
 
 PALETTE = ["#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377", "#BBBBBB", "#EE8866",
@@ -45,26 +47,18 @@ def _width(instructions: int, largest: int) -> float:
 
 
 def drawn_edges(trace: TaskTrace, all_edges: bool, show_main: bool = False) -> list[tuple[int, int]]:
-    """RAW and ordering edges between the fragments drawn, transitive ones removed unless asked.
+    """The schedule's edges between the fragments drawn, as id pairs, transitive ones removed
+    unless asked.
 
     With main folded, an order that only main's code implies (a task whose result main reads
     before creating another) stays visible as an edge between the two tasks: main's fragments are
     contracted, each one's predecessors joined to its successors.
     """
-    g = trace.graph
-    kept = nx.DiGraph()
-    kept.add_nodes_from(g.nodes)
-    kept.add_edges_from((s, d) for s, d, a in g.edges(data=True) if a["order"] or any(x.kind == RAW for x in a["deps"]))
-    if not all_edges:
-        kept = nx.transitive_reduction(kept)
-    if not show_main:
-        for t in trace.fragments:
-            if t.is_main:
-                kept.add_edges_from((p, s) for p in kept.predecessors(t.id) for s in kept.successors(t.id))
-                kept.remove_node(t.id)
-        if not all_edges:
-            kept = nx.transitive_reduction(kept)
-    return sorted(kept.edges)
+    dag = trace.dag
+    kept = np.ones(dag.n, bool) if show_main else ~dag.is_main
+    pairs = bypass_edges(dag, kept) if all_edges else transitive_reduction(dag, kept)
+    ids = dag.ids.tolist()
+    return sorted((ids[s], ids[d]) for s, d in pairs)
 
 
 def _text(name: str) -> str:
@@ -123,10 +117,12 @@ def instance_graph(trace: TaskTrace, all_edges: bool, show_main: bool = False) -
                            fillcolor=colours[t.name], width=str(_width(t.instructions, largest)))
         if box is None:
             dot.subgraph(graph)
-    g = trace.graph
+    between: dict[tuple[int, int], list] = defaultdict(list)
+    for x in trace.deps:
+        between[x.src, x.dst].append(x)
     by_id = {t.id: t for t in trace.fragments}
     for s, d in drawn_edges(trace, all_edges, show_main):
-        deps = g.edges[s, d]["deps"] if g.has_edge(s, d) else []
+        deps = between.get((s, d), [])
         # main -> the task it creates is an order edge anyway: the loop variables it reads add nothing.
         creation = by_id[s].is_main and by_id[d].parent == s
         if any(x.kind == RAW for x in deps) and not creation:
@@ -134,6 +130,13 @@ def instance_graph(trace: TaskTrace, all_edges: bool, show_main: bool = False) -
         else:
             dot.edge(str(s), str(d), style="dashed", color="#BBBBBB")
     return dot
+
+
+def type_nodes(trace: TaskTrace, show_main: bool = False) -> dict[str, str]:
+    """The node id of each task type in ``type_graph`` (main's code as PROGRAM). Task names are not
+    node ids: one like "<x>" would be read as an HTML string."""
+    types = [t for t, _, _ in work_by_type(trace, main_apart=True) if show_main or t != PROGRAM]
+    return {task_type: f"type{i}" for i, task_type in enumerate(types)}
 
 
 def type_graph(trace: TaskTrace, show_main: bool = False) -> graphviz.Digraph:
@@ -158,8 +161,7 @@ def type_graph(trace: TaskTrace, show_main: bool = False) -> graphviz.Digraph:
                  "draws every instance)", "labelloc": "t"})
     types = [(t, n, w) for t, n, w in work_by_type(trace, main_apart=True) if show_main or t != PROGRAM]
     largest = max((w for _, _, w in types), default=0)
-    # Task names are not node ids: one like "<x>" would be read as an HTML string.
-    node = {task_type: f"type{i}" for i, (task_type, _, _) in enumerate(types)}
+    node = type_nodes(trace, show_main)
     for task_type, n, work in types:
         if task_type == PROGRAM:
             dot.node(node[PROGRAM], f"main (the program's own code)\n{plural(n, 'fragment')}\n{human(work)} instr",
@@ -172,11 +174,18 @@ def type_graph(trace: TaskTrace, show_main: bool = False) -> graphviz.Digraph:
     return dot
 
 
-def write_graph(trace: TaskTrace, out_dir: str | Path, *, all_edges: bool = False, collapse: str = "auto",
-                max_nodes: int = 300, show_main: bool = False, formats: tuple[str, ...] = ("dot", "svg"),
-                report=None) -> dict[str, Path]:
-    """Writes the DOT and lays it out in each other format; ``report(message)`` hears about long
-    layouts and about layouts not attempted because Graphviz would take too long."""
+@dataclass
+class Drawing:
+    """The graph ``tareador graph`` draws for a trace, and why it is drawn that way."""
+
+    dot: graphviz.Digraph
+    nodes: int
+    collapsed: bool  # one node per task type
+    too_big: bool  # beyond LAYOUT_LIMIT nodes: Graphviz would take too long to lay it out
+
+
+def drawing(trace: TaskTrace, *, all_edges: bool = False, collapse: str = "auto", max_nodes: int = 300,
+            show_main: bool = False) -> Drawing:
     drawn = sum(1 for t in trace.fragments if show_main or not t.is_main)
     collapsed = collapse == "always" or (collapse == "auto" and drawn > max_nodes)
     nodes = len(trace.task_types) + show_main if collapsed else drawn
@@ -184,6 +193,16 @@ def write_graph(trace: TaskTrace, out_dir: str | Path, *, all_edges: bool = Fals
     # The transitive reduction grows like nodes^2 (4 s at 2000, a minute at 5000): a graph too big
     # to lay out keeps every edge rather than hang before writing its DOT.
     dot = type_graph(trace, show_main) if collapsed else instance_graph(trace, all_edges or too_big, show_main)
+    return Drawing(dot, nodes, collapsed, too_big)
+
+
+def write_graph(trace: TaskTrace, out_dir: str | Path, *, all_edges: bool = False, collapse: str = "auto",
+                max_nodes: int = 300, show_main: bool = False, formats: tuple[str, ...] = ("dot", "svg"),
+                report=None) -> dict[str, Path]:
+    """Writes the DOT and lays it out in each other format; ``report(message)`` hears about long
+    layouts and about layouts not attempted because Graphviz would take too long."""
+    drawn = drawing(trace, all_edges=all_edges, collapse=collapse, max_nodes=max_nodes, show_main=show_main)
+    dot, nodes, too_big = drawn.dot, drawn.nodes, drawn.too_big
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = {}

@@ -2,18 +2,16 @@
 network sweep; and the performance models of task types.
 
 Figures are built with matplotlib's object API on the Agg canvas, so nothing depends on a
-display or on pyplot's global state.
+display or on pyplot's global state. matplotlib is imported by the first plot (``_figure``), not
+with this module: it takes a second, and every command imports this module.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.patches import Patch
-from matplotlib.ticker import MaxNLocator, ScalarFormatter
 
 from tareador.analyses.explore import Exploration
 from tareador.analyses.models import Models
@@ -25,12 +23,23 @@ from tareador.files import output_file, printable
 from tareador.render.summary import machine_name, time_unit
 from tareador.simulation.list_scheduler import Schedule
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 GANTT_LIMIT = 100_000  # beyond this many bars a Gantt chart is unreadable and slow to draw
 GANTT_CORES = 256  # rows: the image grows with them, idle cores too
 
 
-def _save(fig: Figure, path: str | Path) -> Path:
+def _figure(width: float, height: float) -> Figure:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height))
     FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig: Figure, path: str | Path) -> Path:
     fig.tight_layout()
     with output_file(path, "wb") as f:
         fig.savefig(f, format="png", dpi=120)
@@ -53,7 +62,7 @@ def _speedup_curve(ax, cores: list[int], speedup, label: str) -> None:
 
 def plot_speedup(study: Study, path: str | Path) -> Path:
     finite = [(s.cores, s.makespan) for s in study.schedules if s.cores is not None]
-    fig = Figure(figsize=(6, 4))
+    fig = _figure(6, 4)
     ax = fig.add_subplot()
     if finite:
         _speedup_curve(ax, [c for c, _ in finite], study.t1 / (np.array([m for _, m in finite]) / study.rate),
@@ -69,7 +78,7 @@ def plot_mpi_speedup(study: MpiStudy, path: str | Path) -> Path:
     """Speedup over the authentic MPI run per count of cores per rank (inf as a dashed line)."""
     rows = study.rows()
     finite = [r for r in rows if r["efficiency"] is not None]
-    fig = Figure(figsize=(6, 4))
+    fig = _figure(6, 4)
     ax = fig.add_subplot()
     if finite:
         _speedup_curve(ax, [r["cores_per_rank"] for r in finite], [r["speedup"] for r in finite],
@@ -87,7 +96,7 @@ def plot_mpi_speedup(study: MpiStudy, path: str | Path) -> Path:
 def plot_profile(schedule: Schedule, rate: float, path: str | Path) -> Path:
     times, running = parallelism_profile(schedule)
     scale, unit = time_unit(schedule.makespan / rate)
-    fig = Figure(figsize=(8, 3))
+    fig = _figure(8, 3)
     ax = fig.add_subplot()
     ax.step(times / rate * scale, running, where="post")
     ax.set_xlim(0, schedule.makespan / rate * scale)
@@ -99,12 +108,14 @@ def plot_profile(schedule: Schedule, rate: float, path: str | Path) -> Path:
 
 def plot_gantt(schedule: Schedule, names: list[str], rate: float, path: str | Path) -> Path | None:
     """One row per core, one bar per instance coloured by task type; None when too many bars or rows."""
+    from matplotlib.patches import Patch
+
     if len(names) > GANTT_LIMIT or schedule.machine_cores > GANTT_CORES:
         return None
     kinds = sorted(set(names))
     colours = {k: f"C{i % 10}" for i, k in enumerate(kinds)}
     cores = schedule.machine_cores
-    fig = Figure(figsize=(10, max(2.5, 0.3 * cores + 1)))
+    fig = _figure(10, max(2.5, 0.3 * cores + 1))
     ax = fig.add_subplot()
     scale, unit = time_unit(schedule.makespan / rate)
     start, width = schedule.start / rate * scale, (schedule.finish - schedule.start) / rate * scale
@@ -126,7 +137,7 @@ def plot_whatif(result: WhatIf, cores: int | None, path: str | Path) -> Path:
     """Overall speedup of accelerating each task type on one machine, a bar per factor, the most
     beneficial type on top, each labelled with its shares of the work and of the critical path."""
     ranked = result.ranking(cores)
-    fig = Figure(figsize=(8, 1.2 + 0.35 * len(ranked) * (len(result.factors) + 1)))
+    fig = _figure(8, 1.2 + 0.35 * len(ranked) * (len(result.factors) + 1))
     ax = fig.add_subplot()
     height = 1 / (len(result.factors) + 1)
     y = np.arange(len(ranked))
@@ -153,7 +164,7 @@ def plot_explore(result: Exploration, path: str | Path) -> Path:
     """Simulated speedup of each decomposition the search visited, the best one marked, each
     point labelled with the task type broken to reach the next."""
     steps = result.steps
-    fig = Figure(figsize=(max(6, 0.5 * len(steps)), 4))
+    fig = _figure(max(6, 0.5 * len(steps)), 4)
     ax = fig.add_subplot()
     ax.plot([s.index for s in steps], [s.speedup for s in steps], "o-", label=f"simulated, {machine_name(result.cores)}")
     ax.plot([s.index for s in steps], [s.parallelism for s in steps], ":", color="grey", label="parallelism T1/T∞")
@@ -174,7 +185,7 @@ def plot_network_sweep(result: Sweep, title: str, path: str | Path) -> Path:
     """Time and speedup against the swept bandwidth (a line per latency), or against the latency
     when only latencies were swept; log x axis, as the values usually span decades."""
     by_bandwidth = "bandwidth" in result.swept
-    fig = Figure(figsize=(10, 4))
+    fig = _figure(10, 4)
     axes = fig.subplots(1, 2)
     lines: dict[float, list] = {}
     for pt in result.points:
@@ -199,7 +210,7 @@ def plot_patterns(name: str, transfers: list, path: str | Path) -> Path:
     """The thesis' Fig. 5.11 for one transfer class: every element of every message of the class,
     x its index in the message, y when it became final (production, left) or was first read
     (consumption, right) in % of the interval; elements never read are not drawn."""
-    fig = Figure(figsize=(10, 4))
+    fig = _figure(10, 4)
     for ax, side, title in ((fig.add_subplot(1, 2, 1), "production", "production: last write"),
                             (fig.add_subplot(1, 2, 2), "consumption", "consumption: first read")):
         for t in transfers:
@@ -215,7 +226,7 @@ def plot_patterns(name: str, transfers: list, path: str | Path) -> Path:
 
 def plot_overlap(study, title: str, path: str | Path) -> Path:
     """Speedup of the overlapped runs over the authentic one against the bandwidth (Fig. 5.14)."""
-    fig = Figure(figsize=(7, 4.5))
+    fig = _figure(7, 4.5)
     ax = fig.add_subplot(1, 1, 1)
     bandwidths = [p.bandwidth for p in study.points]
     for kind, style in (("real", "o-"), ("ideal", "s--")):
@@ -240,7 +251,7 @@ def plot_models(result: Models, path: str | Path) -> Path:
     shown = [m for m in result.types if m.unit == unit][:MODEL_PANELS]
     columns = min(3, max(len(shown), 1))
     rows = max(-(-len(shown) // columns), 1)
-    fig = Figure(figsize=(4.2 * columns, 3.2 * rows))
+    fig = _figure(4.2 * columns, 3.2 * rows)
     for k, m in enumerate(shown):
         ax = fig.add_subplot(rows, columns, k + 1)
         usual = np.ones(len(m.duration), bool)
@@ -266,6 +277,8 @@ def plot_models(result: Models, path: str | Path) -> Path:
 def _wide_axis(axis, set_scale, low: int, high: int) -> None:
     """Log scale over a decade or more; else linear, with few plain labels (log ticks over a
     narrow range overlap)."""
+    from matplotlib.ticker import MaxNLocator, ScalarFormatter
+
     if high >= 10 * low:
         set_scale("log")
     else:

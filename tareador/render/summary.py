@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
+
 from tareador.files import printable
 from tareador.taskgraph.model import PROGRAM, TaskTrace
 
@@ -136,4 +138,30 @@ def format_pattern_statistics(stats: list, chunks: int) -> str:
     lines += ["", "distribution over all messages: 25th percentile / median / 75th percentile"]
     lines += [f"  {f:<14}" + " / ".join(f"{q:5.1f}" for q in everything.quartiles[f])
               for _, columns in sides for _, f in columns]
+    return "\n".join(lines)
+
+
+def format_timing(trace, runs, info: dict) -> str:
+    """The runs' spread, and per task type its share of the instructions beside its share of the
+    measured time: where instruction counts mislead."""
+    total = runs.sum(axis=1) / 1e9
+    median = np.median(runs, axis=0)
+    lines = [f"{'fragments':<{LABEL}}{len(trace.fragments)}, matched one to one in each of {info['runs']} run(s)",
+             f"{'analysed region':<{LABEL}}{format_seconds(float(np.median(total)))} median "
+             f"({format_seconds(float(total.min()))} .. {format_seconds(float(total.max()))})",
+             f"{'event cost':<{LABEL}}{min(info['event_ns']):g} .. {max(info['event_ns']):g} ns per marker, "
+             "subtracted (hooked calls: their own calibration)",
+             f"{'load average':<{LABEL}}{info['load_average'][0]:.1f} before, {info['load_average'][1]:.1f} after",
+             f"{'task type':<18} {'instances':>9} {'instructions':>13} {'measured':>12} {'ns/instr':>9}"]
+    types: dict[str, list] = {}
+    for t, ns in zip(trace.fragments, median.tolist()):
+        row = types.setdefault(PROGRAM if t.is_main else t.name, [0, 0, 0.0])
+        row[0] += t.starts_instance and not t.is_main
+        row[1] += t.instructions
+        row[2] += ns
+    work, time = max(trace.t1, 1), max(float(median.sum()), 1.0)
+    for name, (count, instr, ns) in sorted(types.items(), key=lambda kv: -kv[1][2]):
+        ratio = f"{ns / instr:.3f}" if instr else "-"
+        lines.append(f"{printable(name):<18} {count:>9} {100 * instr / work:>12.1f}% {100 * ns / time:>11.1f}% "
+                     f"{ratio:>9}")
     return "\n".join(lines)

@@ -173,14 +173,10 @@ def _match(first_keys: list[np.ndarray], second_keys: list[np.ndarray], first: n
     return result, keys
 
 
-def plan(trace: DimTrace, machine: Machine) -> _Plan:
-    ntasks = len(trace.threads)
-    base = trace.task_base
-    task_of = np.repeat(np.arange(ntasks), trace.threads)
-    node_of_task = np.array(machine.node_of_tasks(ntasks), np.int64)
-    op, mode, g = trace.op, trace.mode, trace.gthread
-
-    sends = np.flatnonzero(op == SEND)
+def _messages(trace: DimTrace, task_of: np.ndarray, sends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each record's message (sends numbered in order; a receive or wait takes its send's number,
+    a record of another kind -1), the matching key of each send and whether an irecv took it."""
+    op, mode, g, base = trace.op, trace.mode, trace.gthread, trace.task_base
     recvs = np.flatnonzero((op == RECV) & (mode <= 1))
     waits = np.flatnonzero((op == RECV) & (mode >= 2))
 
@@ -209,6 +205,18 @@ def plan(trace: DimTrace, machine: Machine) -> _Plan:
                                        "wait without a matching irecv")[0]]]
     by_irecv = np.zeros(len(sends), bool)
     by_irecv[msg[recvs]] = mode[recvs] == 1
+    return msg, send_key, by_irecv
+
+
+def plan(trace: DimTrace, machine: Machine) -> _Plan:
+    ntasks = len(trace.threads)
+    base = trace.task_base
+    task_of = np.repeat(np.arange(ntasks), trace.threads)
+    node_of_task = np.array(machine.node_of_tasks(ntasks), np.int64)
+    op, mode, g = trace.op, trace.mode, trace.gthread
+
+    sends = np.flatnonzero(op == SEND)
+    msg, send_key, by_irecv = _messages(trace, task_of, sends)
 
     glops = np.flatnonzero(op == GLOBAL_OP)
     msg[glops] = np.arange(len(glops))

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tareador.simulation.machine import CREATION_MODELS
-from tareador.taskgraph.dag import Dag, bottom_levels, durations, successors
+from tareador.taskgraph.dag import Dag, DependencyCycle, bottom_levels, durations, indegrees, successors
 
 POLICIES = ("cp", "fifo", "bf")
 
@@ -76,7 +76,7 @@ def simulate(dag: Dag, cores: int | None, policy: str = "cp", overhead: int = 0,
     offsets, succ = adjacency or successors(dag)
     key = _priorities(dag, policy, cores, duration, (offsets, succ), levels)
     dur = duration.tolist()
-    indegree = np.bincount(dag.dst, minlength=n).tolist()
+    indegree = indegrees(dag)
     # What an ending fragment's core goes on with: its continuation; work-first, its child first.
     follow = dag.next_fragment.tolist()
     child = _first_children(dag).tolist() if creation == "work-first" else [-1] * n
@@ -135,7 +135,7 @@ def simulate(dag: Dag, cores: int | None, policy: str = "cp", overhead: int = 0,
             progress(done - reported)
             reported = done
     if done != n:
-        raise ValueError("dependency cycle between task instances: the trace is inconsistent")
+        raise DependencyCycle()
     if progress is not None and done > reported:
         progress(done - reported)
     return Schedule(cores=cores, policy=policy, start=np.array(start, np.int64), finish=np.array(finish, np.int64),

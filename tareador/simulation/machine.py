@@ -4,7 +4,8 @@ Units follow Dimemas so that one machine drives both replays identically: second
 MB/s with MB = 2^20 bytes (0 = instantaneous), 0 buses = unlimited, in and out links both 0 =
 unlimited (exactly one 0: max(in, out) half-duplex links), and the relative CPU speed divides
 every burst. Traced instruction counts become seconds through
-``instructions_per_second`` (times the relative speed). A .cfg is read by simulation/dimemas_config.py.
+``instructions_per_second`` (times the relative speed). A .cfg is read by simulation/dimemas_config.py,
+a machine file by path or bundled name by simulation/machine_files.py.
 """
 
 from __future__ import annotations
@@ -128,38 +129,6 @@ def read_text(path: Path, what: str) -> str:
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         raise MachineError(f"{path}:{line}: byte 0x{data[e.start]:02x} is not UTF-8; a {what} is plain text") from None
-
-
-BUNDLED = Path(__file__).resolve().parents[1] / "machines"
-
-
-def bundled_machines() -> list[str]:
-    """The names ``--machine`` takes for the machine files shipped with the package."""
-    return sorted(p.stem for p in BUNDLED.iterdir()
-                  if p.suffix == ".toml" or (p.suffix == ".cfg" and p.read_text().startswith("#DIMEMAS_CONFIGURATION")))
-
-
-def machine_path(name: str | Path) -> Path:
-    """A machine file by path, or a bundled one by bare name (``laptop``, ``cluster``): a pip
-    install has no examples/ directory, and a path is what users of Dimemas already write."""
-    path = Path(name)
-    if path.exists() or len(path.parts) > 1 or path.suffix:
-        return path
-    for suffix in (".toml", ".cfg"):
-        if (BUNDLED / f"{name}{suffix}").exists():
-            return BUNDLED / f"{name}{suffix}"
-    raise MachineError(f"no machine file {name} and no bundled machine of that name; bundled: "
-                       f"{', '.join(bundled_machines())}")
-
-
-def load_machine(path: str | Path) -> Machine:
-    path = machine_path(path)
-    text = read_text(path, "machine file")
-    if text.lstrip().startswith("#DIMEMAS_CONFIGURATION"):
-        from tareador.simulation.dimemas_config import parse_cfg
-
-        return parse_cfg(text, path)
-    return parse_toml(text, path)
 
 
 def parse_toml(text: str, path: Path | str = "<toml>") -> Machine:

@@ -53,9 +53,9 @@ from tareador.formats.dimemas import (
 )
 from tareador.formats.paraver import TASK_EVENT, task_type_values
 from tareador.synthesis import collectives
-from tareador.taskgraph import mpi
+from tareador.taskgraph import matching as roles
 from tareador.taskgraph.matching import Matching
-from tareador.taskgraph.model import IMMEDIATE_RECEIVES, MpiCall, Fragment, TaskTrace
+from tareador.taskgraph.model import IMMEDIATE_RECEIVES, Fragment, MpiCall, TaskTrace
 
 IRECV, WAIT = 1, 2  # receive types
 COLLECTIVE_FORMS = ("dimemas", "p2p")  # global operations, or point-to-point messages
@@ -106,10 +106,10 @@ def call_records(calls_by_rank: Sequence[Sequence[MpiCall]], matching: Matching,
         texts: dict[int, list[str]] = {}
         operation = {}
         opened = -1  # seq of the send row of the send-receive in progress
-        for c, side in zip(calls, mpi.sides(calls)):
+        for c, side in zip(calls, roles.sides(calls)):
             seq = c.seq
-            if c.operation in mpi.SENDRECVS:
-                if side == mpi.SEND:
+            if c.operation in roles.SENDRECVS:
+                if side == roles.SEND:
                     opened = c.seq
                 else:
                     seq = opened
@@ -151,18 +151,18 @@ def _point_to_point(calls_by_rank: Sequence[Sequence[MpiCall]], matching: Matchi
     records = {}
     for rank, calls in enumerate(calls_by_rank):
         started = {}  # request number -> the non-blocking call that started it
-        for c, side in zip(calls, mpi.sides(calls)):
+        for c, side in zip(calls, roles.sides(calls)):
             m = matching.by_call.get((rank, c.seq))
             comm = matching.comm_of.get((rank, c.comm))
             if c.nonblocking:
                 started[c.requests[0]] = c
-            if side == mpi.SEND and m:
+            if side == roles.SEND and m:
                 sync = (SYNC_RENDEZVOUS if c.rendezvous else 0) | (
-                    SYNC_IMMEDIATE if c.nonblocking or c.operation in mpi.SENDRECVS else 0)
+                    SYNC_IMMEDIATE if c.nonblocking or c.operation in roles.SENDRECVS else 0)
                 records[rank, c.seq] = send_record(rank, m.dst, m.bytes, m.tag, comm, sync)
-            elif side == mpi.RECEIVE and m:
+            elif side == roles.RECEIVE and m:
                 records[rank, c.seq] = receive_record(rank, m.src, m.bytes, m.tag, comm, IRECV if c.nonblocking else 0)
-            elif side == mpi.COMPLETION:
+            elif side == roles.COMPLETION:
                 waits = [(r, matching.by_call.get((rank, r.seq))) for r in map(started.get, c.requests)
                          if r.operation in IMMEDIATE_RECEIVES]
                 text = "".join(receive_record(rank, m.src, m.bytes, m.tag, matching.comm_of[rank, r.comm], WAIT)

@@ -64,7 +64,7 @@ import numpy as np
 from tareador.formats.dimemas import DEPENDENCY_COMM, write_dim
 from tareador.synthesis.mpi_authentic import on_thread, thread_block, write_labels
 from tareador.synthesis.ompss import dependency_records, task_thread, thread_start
-from tareador.taskgraph.dag import Dag, bottom_levels, csr, dag_from_trace, sorted_unique
+from tareador.taskgraph.dag import Dag, bottom_levels, csr, sorted_unique
 from tareador.taskgraph.model import MpiCall, TaskTrace
 
 
@@ -85,7 +85,7 @@ def rank_threads(rank: int, trace: TaskTrace, calls: Sequence[MpiCall], texts: d
     ``values`` the run's task type numbers. Each rank is independent of the others: postprocess
     runs this in parallel.
     """
-    return _threads(rank, trace, dag_from_trace(trace), [c for c in calls if c.seq in texts], texts, values,
+    return _threads(rank, trace, trace.dag, [c for c in calls if c.seq in texts], texts, values,
                     instructions_per_second)
 
 

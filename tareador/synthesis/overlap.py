@@ -54,7 +54,7 @@ from tareador.formats.dimemas import SYNC_IMMEDIATE, write_dim
 from tareador.formats.paraver import TASK_EVENT, task_type_values
 from tareador.synthesis import collectives
 from tareador.synthesis.mpi_authentic import IRECV, WAIT, receive_record, row_records, send_record, write_labels
-from tareador.taskgraph import mpi
+from tareador.taskgraph import matching as roles
 from tareador.taskgraph.model import Fragment
 from tareador.taskgraph.patterns import RankPatterns, TransferPattern
 
@@ -158,8 +158,8 @@ def _collective_events(op, ranks: Sequence[RankPatterns], chunks: int, kind: str
 def _completions(calls) -> dict[int, int]:
     """Request number -> the seq of the Wait/Test that completed it, in one rank."""
     done = {}
-    for c, side in zip(calls, mpi.sides(calls)):
-        if side == mpi.COMPLETION:
+    for c, side in zip(calls, roles.sides(calls)):
+        if side == roles.COMPLETION:
             for r in c.requests:
                 done.setdefault(r, c.seq)
     return done

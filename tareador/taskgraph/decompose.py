@@ -24,18 +24,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tareador.taskgraph.dag import Dag
 from tareador.taskgraph.model import Dependency, Fragment, TaskTrace
 
 
 @dataclass(frozen=True)
 class Recording:
-    """The finest decomposition as arrays, read once for the many merges of a search."""
+    """The finest decomposition, its graph and its dependencies as arrays, read once for the many
+    merges of a search."""
 
     trace: TaskTrace
-    names: list[str]
-    instance: np.ndarray
-    parent: np.ndarray
-    instructions: np.ndarray
+    dag: Dag  # trace.dag: ids are indices
     dep_src: np.ndarray
     dep_dst: np.ndarray
     dep_label: np.ndarray  # index into labels
@@ -44,36 +43,34 @@ class Recording:
 
 
 def recording(finest: TaskTrace) -> Recording:
-    rows, deps = finest.fragments, finest.deps
-    n, m = len(rows), len(deps)
-    if not np.array_equal(np.fromiter((t.id for t in rows), np.int64, n), np.arange(n)):
+    dag, deps = finest.dag, finest.deps
+    m = len(deps)
+    if not np.array_equal(dag.ids, np.arange(dag.n)):
         raise ValueError("the trace's fragment ids are not 0, 1, ... in order: it cannot be merged")
     codes: dict[tuple[str, str], int] = {}
     label = np.fromiter((codes.setdefault((d.kind, d.object), len(codes)) for d in deps), np.int64, m)
-    return Recording(finest, [t.name for t in rows], np.fromiter((t.instance for t in rows), np.int64, n),
-                     np.fromiter((t.parent for t in rows), np.int64, n),
-                     np.fromiter((t.instructions for t in rows), np.int64, n),
-                     np.fromiter((d.src for d in deps), np.int64, m), np.fromiter((d.dst for d in deps), np.int64, m),
+    return Recording(finest, dag, np.fromiter((d.src for d in deps), np.int64, m),
+                     np.fromiter((d.dst for d in deps), np.int64, m),
                      label, np.fromiter((d.bytes for d in deps), np.int64, m), list(codes))
 
 
 def merge(finest: TaskTrace | Recording, tasks: set[str] | frozenset[str]) -> TaskTrace:
     """The decomposition of the run in which only the instances named in ``tasks`` are tasks."""
     r = finest if isinstance(finest, Recording) else recording(finest)
-    rows = r.trace.fragments
+    rows, dag = r.trace.fragments, r.dag
     n = len(rows)
     ids = np.arange(n)
-    is_main = r.parent < 0
-    kept = is_main | np.fromiter((name in tasks for name in r.names), bool, n)
+    is_main = dag.is_main
+    kept = is_main | np.fromiter((name in tasks for name in dag.names), bool, n)
     # Each instance's owner: itself if kept, else its creator's owner (pointer jumping: parents
     # are created before their children, so the chains end at main's instance).
-    up = np.where(kept, ids, r.instance[np.where(is_main, ids, r.parent)])
+    up = np.where(kept, ids, dag.instance[np.where(is_main, ids, dag.parent)])
     while True:
         jumped = up[up]
         if np.array_equal(jumped, up):
             break
         up = jumped
-    owner = up[r.instance]
+    owner = up[dag.instance]
     new = np.ones(n, bool)
     new[1:] = owner[1:] != owner[:-1]
     merged = np.cumsum(new) - 1
@@ -81,9 +78,9 @@ def merge(finest: TaskTrace | Recording, tasks: set[str] | frozenset[str]) -> Ta
     lasts = np.append(firsts[1:] - 1, n - 1)
     heads = owner[firsts]
     merged_instance = merged[heads]
-    merged_parent = np.where(is_main[heads], -1, merged[np.where(is_main[heads], 0, r.parent[heads])])
-    work = np.add.reduceat(r.instructions, firsts) if n else r.instructions
-    fragments = [Fragment(id=k, name=r.names[h], instance=i, parent=p, start=rows[f].start, end=rows[last].end,
+    merged_parent = np.where(is_main[heads], -1, merged[np.where(is_main[heads], 0, dag.parent[heads])])
+    work = np.add.reduceat(dag.weight, firsts) if n else dag.weight
+    fragments = [Fragment(id=k, name=dag.names[h], instance=i, parent=p, start=rows[f].start, end=rows[last].end,
                               instructions=w)
                  for k, (h, i, p, f, last, w) in enumerate(zip(heads.tolist(), merged_instance.tolist(),
                                                               merged_parent.tolist(), firsts.tolist(),

@@ -1,4 +1,5 @@
-"""Which send each receive got, and which calls of the ranks make up each collective.
+"""What each MPI call is to the run, which send each receive got, and which calls of the ranks
+make up each collective.
 
 Point-to-point: MPI's non-overtaking rule makes the k-th send from src to dst on a communicator
 with a tag the k-th receive of it, once the tracer has resolved wildcard receives (source and
@@ -23,8 +24,57 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tareador.taskgraph.model import Communicator, MpiCall
-from tareador.taskgraph.mpi import COLLECTIVE, RECEIVE, ROOTED, SEND, Message, sides
+from tareador.taskgraph.model import IMMEDIATE_RECEIVES, IMMEDIATE_SENDS, Communicator, MpiCall
+
+# What each call is to the run, by name without the MPI-4 large-count suffix (_c).
+BLOCKING_SENDS = {"MPI_Send", "MPI_Bsend", "MPI_Rsend", "MPI_Ssend"}
+BLOCKING_RECEIVES = {"MPI_Recv", "MPI_Mrecv"}
+SENDRECVS = {"MPI_Sendrecv", "MPI_Sendrecv_replace"}
+COMPLETIONS = {"MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome",
+               "MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome"}
+ROOTED = {"MPI_Bcast", "MPI_Reduce", "MPI_Gather", "MPI_Gatherv", "MPI_Scatter", "MPI_Scatterv"}
+COLLECTIVES = ROOTED | {"MPI_Barrier", "MPI_Allreduce", "MPI_Scan", "MPI_Exscan", "MPI_Allgather", "MPI_Allgatherv",
+                        "MPI_Alltoall", "MPI_Alltoallv", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block"}
+SEND, RECEIVE, COMPLETION, COLLECTIVE, OTHER = "send", "receive", "completion", "collective", "other"
+
+
+@dataclass(frozen=True)
+class Message:
+    """One row of messages.csv: a point-to-point message matched to its receive."""
+
+    id: int
+    src: int  # world ranks
+    dst: int
+    tag: int
+    comm: int  # the communicator's number in the sender's mpi.csv
+    bytes: int  # as sent
+    send_seq: int  # mpi.csv seq of the send on rank src
+    recv_seq: int  # ... of the receive on rank dst
+
+
+def sides(calls: Sequence[MpiCall]) -> list[str]:
+    """What each of one rank's calls (in seq order) is to the run: SEND, RECEIVE, COMPLETION,
+    COLLECTIVE or OTHER. Send-receive rows alternate: the send part, then its receive part."""
+    result = []
+    pair_open = False
+    for c in calls:
+        op = c.operation
+        if op in SENDRECVS:
+            result.append(RECEIVE if pair_open else SEND)
+            pair_open = not pair_open
+            continue
+        pair_open = False
+        if op in BLOCKING_SENDS or op in IMMEDIATE_SENDS:
+            result.append(SEND)
+        elif op in BLOCKING_RECEIVES or op in IMMEDIATE_RECEIVES:
+            result.append(RECEIVE)
+        elif op in COMPLETIONS:
+            result.append(COMPLETION)
+        elif op in COLLECTIVES and c.comm >= 0:
+            result.append(COLLECTIVE)
+        else:
+            result.append(OTHER)
+    return result
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
-import networkx as nx
+from tareador.taskgraph.dag import Dag, build, schedule_edges, span
+from tareador.taskgraph.tables import DEPENDENCY_KINDS as DEPENDENCY_KINDS
+from tareador.taskgraph.tables import RAW as RAW
+from tareador.taskgraph.tables import WAR as WAR
+from tareador.taskgraph.tables import WAW as WAW
+from tareador.taskgraph.tables import tables_of
 
 MAIN = "main"
 PROGRAM = "main (program)"  # main's own code as a task type, apart from a task that happens to be named main
-RAW, WAR, WAW = "RAW", "WAR", "WAW"
-DEPENDENCY_KINDS = (RAW, WAR, WAW)
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,7 @@ class Fragment:
 class Dependency:
     src: int
     dst: int
-    kind: str  # RAW, WAR or WAW
+    kind: str  # RAW, WAR or WAW: tables.py's, which checks deps.csv's column (also importable from here)
     object: str  # DataObject.name (unique within a trace)
     bytes: int  # distinct bytes of the object that carry it
 
@@ -72,12 +76,15 @@ class DataObject:
 
 @dataclass(frozen=True)
 class Access:
-    """What one fragment read and wrote of one object (a row of accesses.csv), for tareador hints:
-    byte ranges [lo, hi) relative to the object's start; read = read before the fragment wrote it.
-    -1, -1 where it read (or wrote) nothing."""
+    """What one fragment read and wrote of one part of one object (a row of accesses.csv), for
+    tareador hints: byte ranges [lo, hi) relative to the object's start; read = read before the
+    fragment wrote it. -1, -1 where it read (or wrote) nothing. Part 0: before the instance called
+    its body (evaluating the arguments), or all of an instance without a body call; part k >= 1:
+    after the call, the bytes from its (k-1)-th smallest argument value up to the k-th."""
 
     task: int  # the fragment
     object: str  # DataObject.name
+    part: int
     read_lo: int
     read_hi: int
     write_lo: int
@@ -131,12 +138,19 @@ class MpiCall:
     @property
     def rendezvous(self) -> bool:
         """A send that completes only once its receive has started."""
-        return self.operation in ("MPI_Ssend", "MPI_Issend")
+        return self.operation in SYNCHRONOUS_SENDS
 
 
-IMMEDIATE_SENDS = {"MPI_Isend", "MPI_Ibsend", "MPI_Irsend", "MPI_Issend"}
-IMMEDIATE_RECEIVES = {"MPI_Irecv", "MPI_Imrecv"}
+# Each MPI_Start(all) of a persistent request is a row of its own, named by the call and the
+# request's kind ("MPI_Startall:MPI_Recv_init"): the operation it starts is an Isend's or an Irecv's.
+STARTS = ("MPI_Start", "MPI_Startall")
+STARTED_SENDS = {f"{start}:{init}" for start in STARTS
+                 for init in ("MPI_Send_init", "MPI_Bsend_init", "MPI_Ssend_init", "MPI_Rsend_init")}
+STARTED_RECEIVES = {f"{start}:MPI_Recv_init" for start in STARTS}
+IMMEDIATE_SENDS = {"MPI_Isend", "MPI_Ibsend", "MPI_Irsend", "MPI_Issend"} | STARTED_SENDS
+IMMEDIATE_RECEIVES = {"MPI_Irecv", "MPI_Imrecv"} | STARTED_RECEIVES
 NONBLOCKING = IMMEDIATE_SENDS | IMMEDIATE_RECEIVES
+SYNCHRONOUS_SENDS = {"MPI_Ssend", "MPI_Issend"} | {f"{start}:MPI_Ssend_init" for start in STARTS}
 
 
 @dataclass(frozen=True)
@@ -161,15 +175,34 @@ class TaskTrace:
     path: str | None = None
 
     @cached_property
-    def graph(self) -> nx.DiGraph:
-        """Task instances as nodes; RAW/WAR/WAW dependencies and main's order as edges.
+    def dag(self) -> Dag:
+        """The task graph as arrays (taskgraph/dag.py), checked: what T∞, the simulators and the
+        drawing work on. TraceDirError naming the row at fault of a trace that is not consistent."""
+        return build(tables_of(self.fragments, self.deps), Path(self.path) if self.path else None)
 
-        Edge attribute ``deps`` lists every Dependency between the pair; ``order`` marks the
-        implicit edges (main's sequence, task creation) that no data carries.
+    @cached_property
+    def graph(self):
+        """A networkx.DiGraph of the fragments, for whoever wants networkx's algorithms (tareador
+        itself works on ``dag``; networkx is imported on first use, not by every command).
+
+        Edge attribute ``deps`` lists every Dependency between the pair (WAR and WAW too);
+        ``order`` marks the schedule's edges (main's sequence, task creation) that no
+        dependency carries.
         """
-        from tareador.taskgraph.metrics import build_graph
+        import networkx as nx
 
-        return build_graph(self.fragments, self.deps)
+        g = nx.DiGraph()
+        for t in self.fragments:
+            g.add_node(t.id, name=t.name, instructions=t.instructions, parent=t.parent)
+        for d in self.deps:
+            if d.src != d.dst:
+                if not g.has_edge(d.src, d.dst):
+                    g.add_edge(d.src, d.dst, deps=[], order=False)
+                g.edges[d.src, d.dst]["deps"].append(d)
+        for s, d in schedule_edges(self.dag):
+            if not g.has_edge(s, d):
+                g.add_edge(s, d, deps=[], order=True)
+        return g
 
     @property
     def task_types(self) -> list[str]:
@@ -186,9 +219,8 @@ class TaskTrace:
 
     @cached_property
     def tinf(self) -> int:
-        from tareador.taskgraph.metrics import critical_path_length
-
-        return critical_path_length(self.fragments, self.deps)
+        """The critical path: DependencyCycle (a ValueError) if the precedence has a cycle."""
+        return span(self.dag)
 
     @property
     def parallelism(self) -> float:

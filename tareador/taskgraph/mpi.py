@@ -25,41 +25,20 @@ from pathlib import Path
 
 from tareador.errors import TraceDirError
 from tareador.files import write_text
-from tareador.taskgraph.model import IMMEDIATE_RECEIVES, IMMEDIATE_SENDS, Communicator, MpiCall, TaskTrace
+from tareador.taskgraph.matching import COMPLETIONS, OTHER, RECEIVE, SEND, SENDRECVS, Matching, Message, match, sides
+from tareador.taskgraph.model import Communicator, MpiCall, TaskTrace
+from tareador.taskgraph.mpi_calls import first_one_sided, moves_no_data
 from tareador.taskgraph.store import load_trace, read_summary, read_table, remove_owned, write_table
 
 RANK_DIR = re.compile(r"rank-(\d+)")
 
-# What each call is to the run, by name without the MPI-4 large-count suffix (_c).
-BLOCKING_SENDS = {"MPI_Send", "MPI_Bsend", "MPI_Rsend", "MPI_Ssend"}
-BLOCKING_RECEIVES = {"MPI_Recv", "MPI_Mrecv"}
-SENDRECVS = {"MPI_Sendrecv", "MPI_Sendrecv_replace"}
-COMPLETIONS = {"MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome",
-               "MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome"}
-ROOTED = {"MPI_Bcast", "MPI_Reduce", "MPI_Gather", "MPI_Gatherv", "MPI_Scatter", "MPI_Scatterv"}
-COLLECTIVES = ROOTED | {"MPI_Barrier", "MPI_Allreduce", "MPI_Scan", "MPI_Exscan", "MPI_Allgather", "MPI_Allgatherv",
-                        "MPI_Alltoall", "MPI_Alltoallv", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block"}
 # Calls that carry no data and need no model: they are not listed as unmodelled.
 BOOKKEEPING = {"MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Comm_rank", "MPI_Comm_size", "MPI_Comm_dup",
                "MPI_Comm_split", "MPI_Comm_split_type", "MPI_Comm_create", "MPI_Comm_free", "MPI_Mprobe",
-               "MPI_Improbe", "MPI_Probe", "MPI_Iprobe", "MPI_Request_free"}
+               "MPI_Improbe", "MPI_Probe", "MPI_Iprobe", "MPI_Request_free", "MPI_Send_init", "MPI_Bsend_init",
+               "MPI_Ssend_init", "MPI_Rsend_init", "MPI_Recv_init", "MPI_Start", "MPI_Startall"}
 
-SEND, RECEIVE, COMPLETION, COLLECTIVE, OTHER = "send", "receive", "completion", "collective", "other"
 MISSING = "wrote no trace"  # the ending of a rank without a directory
-
-
-@dataclass(frozen=True)
-class Message:
-    """One row of messages.csv: a point-to-point message matched to its receive."""
-
-    id: int
-    src: int  # world ranks
-    dst: int
-    tag: int
-    comm: int  # the communicator's number in the sender's mpi.csv
-    bytes: int  # as sent
-    send_seq: int  # mpi.csv seq of the send on rank src
-    recv_seq: int  # ... of the receive on rank dst
 
 
 @dataclass
@@ -87,40 +66,13 @@ class MpiRun:
         return by_rank
 
     @cached_property
-    def matching(self):
+    def matching(self) -> Matching:
         """Messages, collectives and what matched nothing (tareador.taskgraph.matching)."""
-        from tareador.taskgraph.matching import match
-
         return match(self.calls_by_rank, self.comms)
 
     @property
     def messages(self) -> list[Message]:
         return self.matching.messages
-
-
-def sides(calls: Sequence[MpiCall]) -> list[str]:
-    """What each of one rank's calls (in seq order) is to the run: SEND, RECEIVE, COMPLETION,
-    COLLECTIVE or OTHER. Send-receive rows alternate: the send part, then its receive part."""
-    result = []
-    pair_open = False
-    for c in calls:
-        op = c.operation
-        if op in SENDRECVS:
-            result.append(RECEIVE if pair_open else SEND)
-            pair_open = not pair_open
-            continue
-        pair_open = False
-        if op in BLOCKING_SENDS or op in IMMEDIATE_SENDS:
-            result.append(SEND)
-        elif op in BLOCKING_RECEIVES or op in IMMEDIATE_RECEIVES:
-            result.append(RECEIVE)
-        elif op in COMPLETIONS:
-            result.append(COMPLETION)
-        elif op in COLLECTIVES and c.comm >= 0:
-            result.append(COLLECTIVE)
-        else:
-            result.append(OTHER)
-    return result
 
 
 def blocked_in(calls: Sequence[MpiCall], trace: TaskTrace, waiting: set[int]) -> MpiCall | None:
@@ -307,6 +259,11 @@ def build_run(directory: str | Path, ending: str | None = None, starmap=None) ->
     """
     d = Path(directory)
     run = _run(d, read_ranks(d, starmap), {})
+    transfer = first_one_sided(run.calls)
+    if transfer is not None:
+        raise TraceDirError(f"rank {transfer.rank} called {transfer.call} (one-sided communication, mpi.csv seq "
+                            f"{transfer.seq}): tareador does not model the data one-sided calls move, so the run's "
+                            "dependencies and times would be wrong; nothing was written")
     run.summary = _summary(run, ending)
     write_table(d / "mpi.csv", MpiCall, run.calls)
     write_table(d / "messages.csv", Message, run.messages)
@@ -339,15 +296,17 @@ def _summary(run: MpiRun, ending: str | None) -> dict:
     if not run.calls and not missing:
         warnings.append(f"no rank made an MPI call: the {len(run.ranks)} ranks are independent runs of the program")
     unmodelled = Counter(c.call for c in run.calls if side[c.rank, c.seq] == OTHER and c.operation not in BOOKKEEPING)
-    if unmodelled:
-        warnings.append("MPI calls tareador does not model (only their place in time is kept): "
-                        + ", ".join(f"{name} x{n}" for name, n in sorted(unmodelled.items())))
+    dropped = {name: n for name, n in sorted(unmodelled.items()) if not moves_no_data(name)}
+    if dropped:
+        warnings.append("MPI calls whose data movement tareador does not model (their messages and buffer accesses "
+                        "are missing: no dependencies through them, no communication time): "
+                        + ", ".join(f"{name} x{n}" for name, n in dropped.items()))
     for what, items in (("send", m.unmatched_sends), ("receive", m.unmatched_receives),
                         ("collective call", m.unmatched_collectives)):
         if items:
             warnings.append(f"{len(items)} {what}{'s' * (len(items) > 1)} matched nothing (summary.json lists "
                             f"{'them' if len(items) > 1 else 'it'})")
-    first = run.ranks[0].summary
+    first = next((t.summary for t in run.ranks if t.summary.get("program")), {})
     return {
         "program": first.get("program"),
         "arguments": first.get("arguments", []),
@@ -363,6 +322,7 @@ def _summary(run: MpiRun, ending: str | None) -> dict:
         "unmatched_receives": [described(c) for c in m.unmatched_receives],
         "unmatched_collectives": m.unmatched_collectives,
         "calls_not_modelled": dict(sorted(unmodelled.items())),
+        "data_not_modelled": dropped,
         "warnings": warnings,
     }
 

@@ -154,12 +154,15 @@ def _fractions(times: np.ndarray, start: int, stop: int) -> np.ndarray:
     return np.clip((times.astype(np.float64) - start) / span, 0.0, 1.0)
 
 
-def transfer_patterns(messages: Sequence, ranks: Sequence[RankPatterns]) -> list[TransferPattern]:
-    """One TransferPattern per message (tareador.taskgraph.mpi.Message) whose two buffers were
-    recorded (an empty message, or one from MPI_PROC_NULL, has none)."""
+def transfer_patterns(messages: Sequence, ranks: Sequence[RankPatterns | None]) -> list[TransferPattern]:
+    """One TransferPattern per message (tareador.taskgraph.matching.Message) whose two buffers were
+    recorded (an empty message, or one from MPI_PROC_NULL, has none); ``ranks[r]`` is rank r's,
+    None for a rank that wrote no trace."""
     result = []
     for m in messages:
         sender, receiver = ranks[m.src], ranks[m.dst]
+        if sender is None or receiver is None:
+            continue
         s, r = sender.row_of(m.send_seq, False), receiver.row_of(m.recv_seq, True)
         if s is None or r is None:
             continue

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from tareador.errors import TraceDirError
 from tareador.files import output_file, write_text
+from tareador.taskgraph.dag import Dag, DependencyCycle, build, topological_order
 from tareador.taskgraph.model import (
-    DEPENDENCY_KINDS,
     Communicator,
     DataObject,
     Dependency,
@@ -23,8 +23,9 @@ from tareador.taskgraph.model import (
     MpiCall,
     TaskTrace,
 )
+from tareador.taskgraph.tables import Tables
+from tareador.text_columns import Text, read_csv, recycle_freed_memory
 
-TABLES = {"tasks.csv": Fragment, "deps.csv": Dependency, "objects.csv": DataObject}
 # What tareador writes into a trace directory (trace, graph, simulate, whatif, explore): a new trace removes
 # them all first, so no graph or timeline of an earlier run is left beside it.
 OWNED = ("tasks.csv", "deps.csv", "objects.csv", "summary.json", "graph.dot", "graph.svg", "graph.png",
@@ -33,7 +34,9 @@ OWNED = ("tasks.csv", "deps.csv", "objects.csv", "summary.json", "graph.dot", "g
          "authentic.pcf", "whatif-*.png", "whatif.csv", "explore.csv", "explore.png", "mpi.csv", "comms.csv",
          "messages.csv", "patterns.npz", "patterns.csv", "patterns-*.png", "overlap-*.dim", "overlap.csv",
          "overlap.png", "accesses.csv", "calls.csv", "durations.csv", "timing.json", "models.csv", "models.png",
-         "*-measured.dim", "*-measured.pcf", "tables/*.npy", "tables/names.json")
+         "*-measured.dim", "*-measured.pcf", "report.html", "tables/*.npy", "tables/names.json")
+FRAGMENT = [fl.name for fl in fields(Fragment)]  # the columns of tasks.csv
+DEPENDENCY = [fl.name for fl in fields(Dependency)]  # ... of deps.csv
 
 
 def write_table(path: Path, cls, rows) -> None:
@@ -46,69 +49,22 @@ def write_table(path: Path, cls, rows) -> None:
 
 
 def read_table(path: Path, cls, remedy: str | None = None) -> list:
+    """The rows of a table of ``cls`` (a dataclass of int, float and str fields, in the file's
+    column order)."""
+    names = [fl.name for fl in fields(cls)]
+    kinds = {fl.name: fl.type for fl in fields(cls)}
+    ints, floats = [n for n in names if kinds[n] == "int"], [n for n in names if kinds[n] == "float"]
+    columns = read_csv(_present(path, remedy), names, ints, [n for n in names if kinds[n] not in ("int", "float")],
+                       floats)
+    return list(map(cls, *(columns[n].strings() if isinstance(columns[n], Text) else columns[n].tolist()
+                           for n in names)))
+
+
+def _present(path: Path, remedy: str | None = None) -> Path:
     if not path.exists():
         remedy = remedy or f"run 'tareador trace -o {path.parent} -- ./prog' again"
         raise TraceDirError(f"{path} is missing: {remedy}")
-    converters = [int if fl.type == "int" else str for fl in fields(cls)]
-    names = [fl.name for fl in fields(cls)]
-    rows = []
-    with path.open(newline="", encoding="utf-8") as f:
-        reader = csv.reader(f)
-        try:
-            header = next(reader, None)
-            if header != names:
-                raise TraceDirError(f"{path}: header {header} is not {','.join(names)}; the file is corrupt or "
-                                    "from another tareador version: trace the program again")
-            for lineno, rec in enumerate(reader, start=2):
-                try:
-                    rows.append(cls(*(c(v) for c, v in zip(converters, rec, strict=True))))
-                except (ValueError, TypeError):
-                    raise TraceDirError(f"{path}:{lineno}: malformed row {rec!r}; the file is truncated or "
-                                        "corrupt") from None
-        except UnicodeDecodeError:
-            raise TraceDirError(f"{path}:{_first_undecodable_line(path)}: not UTF-8 text; the file is corrupt") from None
-    return rows
-
-
-def _first_undecodable_line(path: Path) -> int:
-    """The decoder reads ahead in blocks, so its position does not say which line is at fault."""
-    for lineno, line in enumerate(path.read_bytes().split(b"\n"), start=1):
-        try:
-            line.decode("utf-8")
-        except UnicodeDecodeError:
-            return lineno
-    return 0
-
-
-def _check(d: Path, tasks: list[Fragment], deps: list[Dependency]) -> None:
-    """What every later stage relies on, named by file and line (rows start at line 2)."""
-    ids = {}
-    table = d / "tasks.csv"  # once: a path per row was half of loading a large trace
-    for line, t in enumerate(tasks, start=2):
-        where = f"{table}:{line}: task {t.id}"
-        if t.id in ids:
-            raise TraceDirError(f"{where} appears twice (also line {ids[t.id]}); the file is corrupt")
-        ids[t.id] = line
-        if t.instructions < 0 or t.end < t.start:
-            raise TraceDirError(f"{where} has negative instructions or ends before it starts; the file is corrupt")
-    first = {t.id: t for t in tasks}
-    for line, t in enumerate(tasks, start=2):
-        where = f"{table}:{line}: task {t.id}"
-        if t.parent != -1 and t.parent not in ids:
-            raise TraceDirError(f"{where} names parent {t.parent}, which is not in the file; the file is corrupt")
-        head = first.get(t.instance)
-        if head is None or head.instance != head.id or head.id > t.id or head.parent != t.parent:
-            raise TraceDirError(f"{where} names instance {t.instance}, which is not the first fragment of an "
-                                "instance with the same parent; the file is corrupt")
-    table = d / "deps.csv"
-    for line, dep in enumerate(deps, start=2):
-        where = f"{table}:{line}:"
-        if dep.src not in ids or dep.dst not in ids:
-            raise TraceDirError(f"{where} dependency {dep.src} -> {dep.dst} names a task that is not in tasks.csv")
-        if dep.kind not in DEPENDENCY_KINDS:
-            raise TraceDirError(f"{where} unknown dependency kind {dep.kind!r} (RAW, WAR or WAW)")
-        if dep.bytes < 0:
-            raise TraceDirError(f"{where} negative byte count {dep.bytes}; the file is corrupt")
+    return path
 
 
 def remove_owned(d: Path) -> None:
@@ -136,38 +92,63 @@ def save_mpi(directory: str | Path, calls: list[MpiCall], comms: list[Communicat
     write_table(Path(directory) / "comms.csv", Communicator, comms)
 
 
-def load(directory: str | Path):
-    """Load what ``tareador trace`` or ``tareador mpirun`` wrote (the notebook entry point): a
-    TaskTrace, or an MpiRun for a directory of ranks (rank-N/ subdirectories)."""
-    d = Path(directory)
-    if is_run(d):
-        from tareador.taskgraph.mpi import load_run
-
-        return load_run(d)
-    return load_trace(d)
-
-
 def is_run(d: Path) -> bool:
     """A run's directory holds its ranks' traces, not one of its own."""
     return d.is_dir() and not (d / "tasks.csv").exists() and any(r.is_dir() for r in d.glob("rank-*"))
 
 
 def load_trace(directory: str | Path) -> TaskTrace:
-    """One traced process: what every command about a single task graph works on."""
+    """One traced process: what every command about a single task graph works on, its ``dag``
+    built and checked on the way in."""
+    d = _trace_dir(directory)
+    tasks, deps = _read_graph(d, objects=True)
+    objects = read_table(d / "objects.csv", DataObject)
+    dag = _checked(d, tasks, deps)
+    summary = read_summary(d / "summary.json", "trace the program again")
+    fragments = list(map(Fragment, *(tasks[f].strings() if f == "name" else tasks[f].tolist() for f in FRAGMENT)))
+    dependencies = list(map(Dependency, deps["src"].tolist(), deps["dst"].tolist(), deps["kind"].strings(),
+                            deps["object"].strings(), deps["bytes"].tolist()))
+    trace = TaskTrace(fragments, dependencies, objects, summary, str(d))
+    trace.dag = dag  # the same rows: built once
+    return trace
+
+
+def load_dag(directory: str | Path) -> Dag:
+    """A trace directory's task graph without a Python object per row (``simulate`` and
+    ``whatif`` of millions of instances): tasks.csv and deps.csv only, read and checked as
+    ``load_trace`` reads and checks them."""
+    d = _trace_dir(directory)
+    recycle_freed_memory()
+    return _checked(d, *_read_graph(d, objects=False))
+
+
+def _trace_dir(directory: str | Path) -> Path:
     d = Path(directory)
     if is_run(d):
         raise TraceDirError(f"{d} is an MPI run: give one rank's trace, e.g. {d / 'rank-0'}")
     if not d.is_dir():
         raise TraceDirError(f"{d} is not a trace directory: create one with 'tareador trace -o {d} -- ./prog'")
-    tables = {name: read_table(d / name, cls) for name, cls in TABLES.items()}
-    _check(d, tables["tasks.csv"], tables["deps.csv"])
-    summary = read_summary(d / "summary.json", "trace the program again")
-    trace = TaskTrace(tables["tasks.csv"], tables["deps.csv"], tables["objects.csv"], summary, str(d))
+    return d
+
+
+def _read_graph(d: Path, objects: bool) -> tuple[dict, dict]:
+    tasks = read_csv(_present(d / "tasks.csv"), FRAGMENT, [f for f in FRAGMENT if f != "name"], ["name"])
+    deps = read_csv(_present(d / "deps.csv"), DEPENDENCY, ["src", "dst", "bytes"],
+                    ["kind", "object"] if objects else ["kind"])
+    return tasks, deps
+
+
+def _checked(d: Path, tasks: dict, deps: dict) -> Dag:
+    """The graph of the columns, checked row by row and for cycles; TraceDirError naming the file."""
+    kind: Text = deps["kind"]
+    dag = build(Tables(tasks["id"], tasks["name"].strings(), tasks["instance"], tasks["parent"], tasks["start"],
+                       tasks["end"], tasks["instructions"], deps["src"], deps["dst"], kind.codes, kind.values,
+                       deps["bytes"]), d)
     try:
-        trace.tinf
-    except ValueError as e:
+        topological_order(dag)
+    except DependencyCycle as e:
         raise TraceDirError(f"{d / 'deps.csv'}: {e}") from None
-    return trace
+    return dag
 
 
 def read_summary(path: Path, remedy: str) -> dict:

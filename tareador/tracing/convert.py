@@ -37,7 +37,7 @@ def csv_fields(texts: list[str]) -> list[str]:
     return fields
 
 
-ACCESS_COLUMNS = ("task", "object", "read_lo", "read_hi", "write_lo", "write_hi")
+ACCESS_COLUMNS = ("task", "object", "part", "read_lo", "read_hi", "write_lo", "write_hi")
 TEXT_ROWS = 1 << 16  # rows formatted at a time: a Python object per field lives only that long
 
 
@@ -141,7 +141,7 @@ def write_accesses(out: Path, raw: Path, objects_raw: np.ndarray, objects: list[
         table = columns.TableWriter(binary, columns.ACCESSES)
         for chunk in decode.merged_accesses(raw, objects_raw):
             for rows in _pieces([chunk[c] for c in ACCESS_COLUMNS]):
-                text.write("".join([f"{t},{fields[o]},{a},{b},{c},{d}\r\n" for t, o, a, b, c, d in rows]))
+                text.write("".join([f"{t},{fields[o]},{p},{a},{b},{c},{d}\r\n" for t, o, p, a, b, c, d in rows]))
             table.append(chunk)
         table.close()
 

@@ -12,9 +12,10 @@ or in any message grows with the number of task instances. Layouts (numpy dtypes
 - ``edges.bin`` (EDGE_ROW): dependencies, bytes per (src, dst, object, kind); kind 0 RAW, 1 WAR,
   2 WAW; object: row of objects.bin. Rows come in non-decreasing dst order, and a key may appear
   in several adjacent rows (a fragment whose edges outgrew the agent's buffer): their bytes add.
-- ``accesses.bin`` (ACCESS_ROW): per (fragment, object), the hull [lo, hi) of the absolute
+- ``accesses.bin`` (ACCESS_ROW): per (fragment, object, part), the hull [lo, hi) of the absolute
   addresses the fragment read before writing them and of those it wrote (lo = 2^64 - 1: none),
-  in non-decreasing fragment order; a key may appear in several rows: their hulls join.
+  in non-decreasing fragment order; a key may appear in several rows: their hulls join. part:
+  see model.Access; previous: shadow.c's own link between rows in its buffer.
 - ``calls.bin`` (CALL_ROW): the call each instance made right after its start marker.
 - ``objects.bin`` (OBJECT_ROW): every object, written at the end; latent ones (a system library's
   own blocks the program never touched) are not listed, and the others are numbered without gaps.
@@ -44,8 +45,8 @@ TASK_ROW = np.dtype([("name", "<u4"), ("parent", "<u4"), ("instance", "<u4"), ("
 OBJECT_ROW = np.dtype([("address", "<u8"), ("size", "<u8"), ("site", "<u8"), ("kind", "<u4"),
                        ("disabled", "<u4"), ("alive", "<u4"), ("latent", "<u4")])
 EDGE_ROW = np.dtype([("src", "<u4"), ("dst", "<u4"), ("object", "<u4"), ("kind", "<u4"), ("bytes", "<u8")])
-ACCESS_ROW = np.dtype([("task", "<u4"), ("object", "<u4"), ("read_lo", "<u8"), ("read_hi", "<u8"),
-                       ("write_lo", "<u8"), ("write_hi", "<u8")])
+ACCESS_ROW = np.dtype([("task", "<u4"), ("object", "<u4"), ("part", "<u4"), ("previous", "<u4"), ("read_lo", "<u8"),
+                       ("read_hi", "<u8"), ("write_lo", "<u8"), ("write_hi", "<u8")])
 CALL_ROW = np.dtype([("task", "<u4"), ("pad", "<u4"), ("site", "<u8"), ("function", "<u8"), ("args", "<u8", 8)])
 MPI_CALL_ROW = np.dtype([("call", "<u4"), ("task", "<u4"), ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"),
                          ("object", "<u4"), ("bytes", "<u8"), ("posted", "<u8"), ("completed", "<u8"),
@@ -140,23 +141,24 @@ def merged_edges(directory: Path, number: np.ndarray) -> Iterator[np.ndarray]:
         yield out
 
 
-ACCESS_HULL = np.dtype([("task", "<u4"), ("object", "<u4"), ("read_lo", "<i8"), ("read_hi", "<i8"),
+ACCESS_HULL = np.dtype([("task", "<u4"), ("object", "<u4"), ("part", "<u4"), ("read_lo", "<i8"), ("read_hi", "<i8"),
                         ("write_lo", "<i8"), ("write_hi", "<i8")])
 
 
 def merged_accesses(directory: Path, objects: np.ndarray) -> Iterator[np.ndarray]:
-    """accesses.csv's rows, a chunk at a time (ACCESS_HULL): one per (fragment, listed object), by
-    fragment then object, hulls joined and relative to the object's start (-1, -1 where none)."""
+    """accesses.csv's rows, a chunk at a time (ACCESS_HULL): one per (fragment, listed object,
+    part), by fragment, object then part, hulls joined and relative to the object's start (-1, -1
+    where none)."""
     shown, number = listed(objects)
     for chunk in chunks(directory, "accesses.bin", "task"):
         chunk = chunk[shown[chunk["object"]]]
-        order = np.lexsort((chunk["object"], chunk["task"]))
-        task, obj = chunk["task"][order], chunk["object"][order]
+        order = np.lexsort((chunk["part"], chunk["object"], chunk["task"]))
+        task, obj, part = chunk["task"][order], chunk["object"][order], chunk["part"][order]
         first = np.ones(len(order), bool)
-        first[1:] = (task[1:] != task[:-1]) | (obj[1:] != obj[:-1])
+        first[1:] = (task[1:] != task[:-1]) | (obj[1:] != obj[:-1]) | (part[1:] != part[:-1])
         at = np.flatnonzero(first)
         out = np.zeros(len(at), ACCESS_HULL)
-        out["task"], out["object"] = task[at], number[obj[at]]
+        out["task"], out["object"], out["part"] = task[at], number[obj[at]], part[at]
         base = objects["address"][obj[at]]
         for side in ("read", "write"):
             lo = np.minimum.reduceat(chunk[f"{side}_lo"][order], at) if len(at) else np.zeros(0, np.uint64)
@@ -168,7 +170,9 @@ def merged_accesses(directory: Path, objects: np.ndarray) -> Iterator[np.ndarray
 
 
 def refine_source_lines(sites: list[dict]) -> None:
-    """Replace Frida's approximate file:line with addr2line's, one call per module."""
+    """Replace Frida's approximate file:line with addr2line's, one call per module; a site Frida
+    could not name (the agent leaves names to addr2line after a crash in the allocator) gets
+    addr2line's function."""
     if shutil.which("addr2line") is None:
         return
     by_module = defaultdict(list)
@@ -176,16 +180,18 @@ def refine_source_lines(sites: list[dict]) -> None:
         if site.get("path") and os.path.exists(site["path"]):
             by_module[site["path"]].append(site)
     for path, group in by_module.items():
-        result = subprocess.run(["addr2line", "-e", path] + [hex(s["offset"]) for s in group],
+        result = subprocess.run(["addr2line", "-f", "-C", "-e", path] + [hex(s["offset"]) for s in group],
                                 capture_output=True, text=True)
         lines = result.stdout.splitlines()
-        if result.returncode != 0 or len(lines) != len(group):
+        if result.returncode != 0 or len(lines) != 2 * len(group):
             continue
-        for site, text in zip(group, lines):
+        for site, function, text in zip(group, lines[::2], lines[1::2], strict=True):
             file, _, line = text.partition(":")
             line = line.split(" ")[0]
             if file != "??" and line.isdigit() and line != "0":
                 site["file"], site["line"] = os.path.basename(file), int(line)
+            if not site.get("function") and function != "??":
+                site["function"] = function
 
 
 def _site_text(site: dict | None) -> tuple[str, str]:

@@ -7,6 +7,7 @@ waits, and receives one result message; all per-access work stays inside the tar
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import platform
 import queue
@@ -37,12 +38,16 @@ def _personality(persona: int) -> int:
         return -1
 
 
-def _import_frida():
-    """Same addresses every run keep libc's alignment-dependent paths, and so the instruction
+@functools.cache
+def import_frida():
+    """frida, imported by the first run rather than with this module (a fifth of a second that
+    every command would pay).
+
+    Same addresses every run keep libc's alignment-dependent paths, and so the instruction
     counts, identical from run to run. Frida forks the programs it spawns from threads it starts
     when imported, and a child inherits the personality of the thread that forked it: those
-    threads, and only them, get ADDR_NO_RANDOMIZE. When frida was imported before tareador
-    (a notebook), _spawn falls back to setarch."""
+    threads, and only them, get ADDR_NO_RANDOMIZE. When frida was imported before tareador's
+    first run (a notebook), _spawn falls back to setarch."""
     previous = _personality(PERSONALITY_QUERY)
     if previous == -1 or "frida" in sys.modules:
         import frida
@@ -59,7 +64,6 @@ def _import_frida():
 # sized exactly from the instruction, so ask for the SSE2/AVX2 variants instead.
 GLIBC_TUNABLES = "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD"
 
-frida = _import_frida()
 
 
 @dataclass
@@ -158,16 +162,18 @@ def _exec_through(device, argv: list[str], env: dict) -> int | None:
 def run_agent(argv: list[str], tables: Path, *, progress=None, buffer_records: int = BUFFER_RECORDS,
               ignored_modules: tuple[str, ...] = (), system_modules: tuple[str, ...] = (),
               patterns: bool = False, task_functions: tuple = (), explore: bool = False,
-              own_libraries: tuple[str, ...] = ()) -> AgentResult:
+              own_libraries: tuple[str, ...] = (), abort_waits: bool = False) -> AgentResult:
     """Spawn argv under the agent, which writes its tables into the existing directory tables
     (decode.py); returns the agent's description of the run (or what is known if none came).
     patterns: also record the communication patterns (tracer_agents/patterns.c; MPI runs);
     task_functions: the TaskFunction entries whose calls are tasks; explore: record them for
-    tareador explore (the program's task markers ignored); own_libraries: see agent.js."""
+    tareador explore (the program's task markers ignored); own_libraries: see agent.js;
+    abort_waits: MPI_Abort waits to be killed once the trace is shipped (tareador mpirun)."""
     path = check_program(argv)
     sources = toolchain.agent_sources()
     toolchain.installed_annotation_library()
     env = {"LD_BIND_NOW": "1", "GLIBC_TUNABLES": GLIBC_TUNABLES}
+    frida = import_frida()
     device, done, result = frida.get_local_device(), threading.Event(), {}
 
     def on_message(message, data):
@@ -214,29 +220,47 @@ def run_agent(argv: list[str], tables: Path, *, progress=None, buffer_records: i
                     "taskFunctions": [vars(f) for f in task_functions],
                     "explore": explore,
                     "ownLibraries": list(own_libraries),
+                    "abortWaits": abort_waits,
                 })
             except (frida.core.RPCException, frida.InvalidOperationError) as e:
                 reason = str(e).splitlines()[0].removeprefix("Error: ")  # the agent's message, not its JS stack
                 raise TracingError(f"the tracer could not be installed in '{argv[0]}': {reason}") from None
             device.resume(pid)
-            try:
-                while not done.wait(0.5):
-                    if progress is not None:
-                        try:
-                            progress(script.exports_sync.progress())
-                        except (frida.InvalidOperationError, frida.core.RPCException):
-                            pass
-                if result.get("meta", {}).get("ending", {}).get("kind") == "exit":
-                    detached.wait()  # the program's own exit path (atexit, flushing its files) runs on
-                else:
-                    detached.wait(5)
-            except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (Stopped)
-                if "meta" not in result:
-                    result["stopped_by"] = signal.Signals(getattr(e, "signum", signal.SIGINT)).name
-                    _interrupt(script, done)
+            _follow(script, done, detached, result, progress, abort_waits)
         finally:
             if result.get("detached") != "process-terminated":
                 _kill(device, pid)  # never left behind, whatever happened here
+    agent = _agent_result(result, argv)
+    if progress is not None:  # the final counts, however short the run was beside the polling interval
+        progress({"tasks": agent.meta["instances"], "accesses": agent.meta["accesses"]})
+    return agent
+
+
+def _follow(script, done: threading.Event, detached: threading.Event, result: dict, progress,
+            abort_waits: bool) -> None:
+    """Until the agent's result (or the process's end): its progress shown; Ctrl-C (or
+    SIGTERM/SIGHUP) asks the agent to ship what it has."""
+    frida = import_frida()
+    try:
+        while not done.wait(0.5):
+            if progress is not None:
+                try:
+                    progress(script.exports_sync.progress())
+                except (frida.InvalidOperationError, frida.core.RPCException):
+                    pass
+        kind = result.get("meta", {}).get("ending", {}).get("kind")
+        if kind == "exit" or kind == "abort" and not abort_waits:
+            detached.wait()  # the program's own exit path (atexit, flushing its files) runs on
+        elif kind != "abort":
+            detached.wait(5)
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (Stopped)
+        if "meta" not in result:
+            result["stopped_by"] = signal.Signals(getattr(e, "signum", signal.SIGINT)).name
+            _interrupt(script, done)
+
+
+def _agent_result(result: dict, argv: list[str]) -> AgentResult:
+    """What the agent shipped; TracingError when the process ended before it shipped anything."""
     meta = result.get("meta")
     if meta is None:
         reason = result.get("detached", "unknown")
@@ -245,13 +269,12 @@ def run_agent(argv: list[str], tables: Path, *, progress=None, buffer_records: i
                            (f": {details}" if details else ""))
     if "stopped_by" in result:
         meta["ending"] = {"kind": "interrupt", "signal": result["stopped_by"]}
-    if progress is not None:  # the final counts, however short the run was beside the polling interval
-        progress({"tasks": meta["instances"], "accesses": meta["accesses"]})
     ending = meta["ending"]
     return AgentResult(meta, ending.get("status"), result.get("detached", ""))
 
 
 def _kill(device, pid: int) -> None:
+    frida = import_frida()
     try:
         device.kill(pid)
     except (frida.ProcessNotFoundError, frida.NotSupportedError):  # gone (Frida says either)
@@ -259,6 +282,7 @@ def _kill(device, pid: int) -> None:
 
 
 def _interrupt(script, done: threading.Event) -> None:
+    frida = import_frida()
     try:
         script.exports_sync.interrupt()
     except (frida.InvalidOperationError, frida.core.RPCException):

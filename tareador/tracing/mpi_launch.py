@@ -1,4 +1,5 @@
-"""The MPIs tareador builds and runs programs with, and how a process learns its rank.
+"""The MPIs tareador builds and runs programs with (a process learns its rank from
+``workers.launch_rank``).
 
 `make deps` installs both Debian MPIs, MPICH and Open MPI, the two ABIs users' clusters have.
 They coexist: the unsuffixed `mpicc`/`mpiexec` are whichever the Debian alternatives chose, so
@@ -37,7 +38,18 @@ class MPI:
 
     def env(self, base: Mapping[str, str] | None = None, supervised: bool = False) -> dict[str, str]:
         return {**(os.environ if base is None else base), **self.environment,
-                **(self.supervised_environment if supervised else {})}
+                **({**self.supervised_environment, SUPERVISED: "1"} if supervised else {})}
+
+
+# Set in every rank's environment by `tareador mpirun`: the rank's tracer is supervised
+# (tracing/mpirun.py), which prints the run's summary instead of each rank's, and tells each
+# tracer it stops why in the run directory's STOP_REASON file.
+SUPERVISED = "TAREADOR_MPIRUN"
+STOP_REASON = ".stop-reason"
+
+
+def supervised(environ: Mapping[str, str] | None = None) -> bool:
+    return (os.environ if environ is None else environ).get(SUPERVISED) == "1"
 
 
 # Oversubscribes without being asked, has no root check, and talks to its ranks over an
@@ -76,18 +88,4 @@ def linked_mpi(program: str) -> MPI | None:
         return OPEN_MPI
     if b"libmpich.so" in image or b"libmpi.so.12" in image:
         return MPICH
-    return None
-
-# Where each launcher tells a rank its number in MPI_COMM_WORLD: Open MPI's mpiexec; MPICH's
-# (Hydra) with its default PMI_FD; Hydra with `-pmi-port`.
-RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMI_ID")
-
-
-def rank(environ: Mapping[str, str] | None = None) -> int | None:
-    """The rank a launcher gave this process, None outside a launcher. Read from the environment
-    because a tracer must not call MPI_Init itself: it would take the traced rank's place."""
-    environ = os.environ if environ is None else environ
-    for name in RANK_VARIABLES:
-        if environ.get(name, "").isdigit():
-            return int(environ[name])
     return None

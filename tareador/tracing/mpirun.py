@@ -5,10 +5,13 @@ tracer writes DIR/rank-N/ (tareador.tracing.run). What this module adds is super
 an MPI run does not end by itself when one rank stops: the others block forever waiting for it.
 So tareador, not the launcher, decides when a run is over:
 
-- when a rank's trace comes out partial (its program crashed) or its tracer ends without a
-  trace, or the run outlasts its timeout, or the user presses Ctrl-C, every tracer still
-  running is sent SIGINT, as a Ctrl-C of ``tareador trace``: it writes the partial trace of its
-  rank and ends its program; after a grace period whatever is left is killed;
+- when a rank's trace comes out partial (its program crashed, or called MPI_Abort) or its tracer
+  ends without a trace, or the run outlasts its timeout, or the user presses Ctrl-C, every
+  tracer still running is sent SIGINT, as a Ctrl-C of ``tareador trace``: it writes the partial
+  trace of its rank, with the reason it reads in the run directory (mpi_launch.STOP_REASON), and
+  ends its program; after a grace period whatever is left is killed, and as soon as every rank
+  wrote its trace too (a program that called MPI_Abort waits to be killed meanwhile, so that the
+  launcher does not abort the others before they wrote theirs);
 - the launchers must not kill tracers themselves meanwhile (both end a job when a rank exits
   non-zero, as a tracer with a partial trace does): that is turned off (mpi_launch's supervised
   options), and a rank's tracer survives MPICH's notice of a failed rank;
@@ -33,7 +36,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from tareador.tracing.mpi_launch import MPI, rank
+from tareador.files import write_text
+from tareador.tracing.mpi_launch import MPI, STOP_REASON
+from tareador.workers import launch_rank
 
 TRACER = ("-m", "tareador", "trace", "--mpi", "--no-progress")
 GRACE = 30.0  # seconds tracers get to write their partial traces once told to stop
@@ -47,11 +52,12 @@ def launch(mpi: MPI, ranks: int, argv: Sequence[str], out: Path,
     """Trace every rank of ``argv`` into ``out``; returns (how tareador ended the run, None if it
     ended by itself; the launcher's exit status)."""
     _become_subreaper()
+    (out / STOP_REASON).unlink(missing_ok=True)  # left by a tareador mpirun killed outright
     command = mpi.command(ranks, [sys.executable, *TRACER, "-o", str(out), "--", *argv], supervised=True)
     launcher = subprocess.Popen(command, env=mpi.env(supervised=True), start_new_session=True)
     watch = _RankWatch(out)
     started = time.monotonic()
-    ending, stop_by, linger_until = None, None, None
+    ending, reason, stop_by, linger_until = None, None, None, None
     try:
         while True:
             try:
@@ -60,29 +66,34 @@ def launch(mpi: MPI, ranks: int, argv: Sequence[str], out: Path,
                 status = launcher.poll()
                 now = time.monotonic()
                 if ending is None and timeout is not None and now - started > timeout:
-                    ending = f"timed out after {timeout:g} s"
+                    ending, reason = f"timed out after {timeout:g} s", f"the run timed out after {timeout:g} s"
                 elif ending is None and watch.stopped:
-                    ending = f"was stopped: {watch.stopped}"
+                    ending, reason = f"was stopped: {watch.stopped}", watch.stopped
                 elif ending is None and status is not None and watch.running:
-                    ending = f"was stopped: {mpi.mpiexec} ended (status {status}) before every rank did"
+                    reason = f"{mpi.mpiexec} ended (status {status}) before every rank did"
+                    ending = f"was stopped: {reason}"
             except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (stopping.Stopped)
                 if ending is not None:
                     break  # a second Ctrl-C: kill what is left at once
                 signum = getattr(e, "signum", None)
                 ending = f"was stopped ({signal.Signals(signum).name})" if signum else "was interrupted (Ctrl-C)"
+                reason = f"tareador mpirun got {signal.Signals(signum).name}" if signum else None
                 status, now = launcher.poll(), time.monotonic()
             if ending is not None and stop_by is None:
-                _interrupt_tracers(watch.written)
+                _interrupt_tracers(watch.written, out, reason)
                 stop_by = now + GRACE
             if len(watch.written) == ranks and linger_until is None:
                 linger_until = now + LINGER
             # Over when no tracer runs and either the launcher ended or tareador stopped the run (a
-            # program whose tracer was killed may hold the launcher); or at a deadline.
+            # program whose tracer was killed may hold the launcher), or when tareador stopped it
+            # and every rank wrote its trace; or at a deadline.
             if not watch.running and (status is not None or ending is not None) or any(
-                    limit is not None and now > limit for limit in (stop_by, linger_until)):
+                    limit is not None and now > limit for limit in (stop_by, linger_until)) or (
+                    ending is not None and len(watch.written) == ranks):
                 break
     finally:
         _kill_leftovers(launcher.pid)
+        (out / STOP_REASON).unlink(missing_ok=True)
     return ending, launcher.wait()
 
 
@@ -131,9 +142,12 @@ def _tracers() -> dict[int, int]:
     return found
 
 
-def _interrupt_tracers(written: set[int]) -> None:
+def _interrupt_tracers(written: set[int], out: Path, reason: str | None) -> None:
     """SIGINT, as a Ctrl-C, to the tracers of the ranks that have not written their trace yet:
-    each writes its partial trace and ends its program."""
+    each writes its partial trace, saying why it was stopped (reason; None: the user's Ctrl-C),
+    and ends its program."""
+    if reason:
+        write_text(out / STOP_REASON, reason + "\n")
     for number, pid in _tracers().items():
         if number not in written:
             _signal(pid, signal.SIGINT)
@@ -188,7 +202,7 @@ def _tracer_rank(pid: int) -> int | None:
             environ = dict(v.decode(errors="replace").partition("=")[::2] for v in f.read().split(b"\0") if v)
     except OSError:
         return None
-    return rank(environ)
+    return launch_rank(environ)
 
 
 def _signal(pid: int, sig: int) -> None:

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 
-from tareador import __version__
 from tareador.errors import AnnotationError, FunctionError, TracingError
 from tareador.files import write_text
 from tareador.taskgraph import columns
@@ -32,6 +31,8 @@ from tareador.taskgraph.store import remove_owned, save_mpi
 from tareador.tracing import convert, decode, mpi_launch
 from tareador.tracing.driver import check_program, run_agent
 from tareador.tracing.functions import TaskFunction, program_functions, resolve
+from tareador.version import __version__
+from tareador.workers import launch_rank
 
 ANNOTATION_ERRORS = {
     1: "tareador_end_task(\"{name}\") without a matching tareador_start_task",
@@ -81,10 +82,13 @@ def _location(where: dict | None) -> str:
     return text + (f" ({where['file']}:{where['line']})" if where.get("file") else "")
 
 
-def _ending(meta: dict) -> tuple[str, bool, str | None]:
-    """(one-line description, partial?, the signal that ended the run or None)"""
+def _ending(meta: dict, stop_reason: str | None = None) -> tuple[str, bool, str | None]:
+    """(one-line description, partial?, the signal that ended the run or None); stop_reason: why
+    tareador mpirun interrupted this rank, if it did."""
     ending = meta["ending"]
     kind = ending["kind"]
+    if kind == "abort":
+        return (f"called MPI_Abort (error code {ending['status']}){_location(ending.get('where'))}", True, None)
     if kind == "exit":
         status = ending.get("status", 0)
         task = _task_open_at_exit(meta)
@@ -94,7 +98,11 @@ def _ending(meta: dict) -> tuple[str, bool, str | None]:
     if kind == "crash":
         name = CRASH_SIGNALS.get(ending.get("signal"), ending.get("signal"))
         what = "stack overflow" if ending.get("stack_overflow") else ending.get("signal")
-        return (f"crashed with {name} ({what}){_location(ending.get('where'))}", True, name)
+        inside = ending.get("library")
+        inside = f", inside {inside}" if inside else ""
+        if ending.get("in_allocator"):
+            inside += "'s allocator (a corrupt heap)" if inside else ", inside the allocator (a corrupt heap)"
+        return (f"crashed with {name} ({what}){_location(ending.get('where'))}{inside}", True, name)
     if kind == "signal":
         try:
             name = signal.Signals(ending["signal"]).name
@@ -102,7 +110,17 @@ def _ending(meta: dict) -> tuple[str, bool, str | None]:
             name = f"signal {ending['signal']}"
         return (f"was terminated by {name}", True, name)
     name = ending.get("signal", "SIGINT")
+    if stop_reason and name == "SIGINT":
+        return (f"was stopped: {stop_reason}", True, name)
     return ("was interrupted (Ctrl-C)" if name == "SIGINT" else f"was stopped ({name} to tareador)", True, name)
+
+
+def _stop_reason(out_dir: Path) -> str | None:
+    """What tareador mpirun wrote before interrupting the ranks (tracing/mpirun.py)."""
+    try:
+        return (out_dir / mpi_launch.STOP_REASON).read_text().strip() or None
+    except OSError:
+        return None
 
 
 def check_output(out_dir: Path) -> None:
@@ -172,9 +190,13 @@ def _mpi_warnings(mpi: dict | None, rank: int) -> list[str]:
     if mpi["rank"] < 0:
         return [f"the program never called MPI_Init: traced as rank {rank}, the launcher's number"]
     warnings = []
-    if mpi["noncontiguous"]:
-        warnings.append(f"{mpi['noncontiguous']} MPI buffer(s) of derived datatypes with gaps were taken as their "
-                        "whole extent: the bytes between their blocks count as read or written")
+    if mpi["complex"]:
+        warnings.append(f"{mpi['complex']} MPI buffer(s) of datatypes too complex to lay out (more than 65536 "
+                        "blocks, nesting deeper than 16, or MPI_Type_create_darray) were taken as their true extent: "
+                        "the bytes between their blocks count as read or written")
+    if mpi["unpatterned"]:
+        warnings.append(f"{mpi['unpatterned']} message buffer(s) of non-contiguous datatypes have no production or "
+                        "consumption pattern: tareador patterns and overlap leave those messages out")
     if mpi["pending"]:
         warnings.append(f"{mpi['pending']} non-blocking MPI request(s) never completed in a Wait or Test: their "
                         "rows in mpi.csv have completed = -1")
@@ -274,7 +296,8 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
         try:
             own = {f.own_library for f in functions} - {None}
             result = run_agent(argv, raw, progress=status, patterns=mpi, task_functions=tuple(functions),
-                               explore=explore, own_libraries=tuple(sorted(own)))
+                               explore=explore, own_libraries=tuple(sorted(own)),
+                               abort_waits=mpi and mpi_launch.supervised())
         finally:
             if status:
                 status.close()
@@ -301,10 +324,11 @@ def _write(argv: list[str], path: str, out_dir: Path, raw: Path, meta: dict, fun
     if figures.fragments != meta["fragments"]:
         raise TracingError(f"the tracer wrote {figures.fragments} of the run's {meta['fragments']} task fragments: "
                            "trace again")
+    how = _ending(meta, _stop_reason(out_dir) if mpi and mpi_launch.supervised() else None)
     warnings = list(meta["warnings"]) + _task_warnings(meta["markers"][0], functions, figures, raw, explore)
-    problem = _annotation_problem(meta, _ending(meta)[1])
+    problem = _annotation_problem(meta, how[1])
     mpi_meta = meta["mpi"]
-    rank = mpi_meta["rank"] if mpi_meta and mpi_meta["rank"] >= 0 else (mpi_launch.rank() or 0)
+    rank = mpi_meta["rank"] if mpi_meta and mpi_meta["rank"] >= 0 else (launch_rank() or 0)
     if mpi:
         out_dir = out_dir / f"rank-{rank}"
     mpi_calls, comms = decode.mpi_tables(meta, raw, objects_raw, objects, rank) if mpi_meta else ([], [])
@@ -313,7 +337,7 @@ def _write(argv: list[str], path: str, out_dir: Path, raw: Path, meta: dict, fun
     if (meta.get("patterns") or {}).get("dropped"):
         warnings.append(f"{meta['patterns']['dropped']} message buffer(s) beyond the patterns' tables were not "
                         "recorded: tareador patterns and overlap leave those messages out")
-    summary = _summary(argv, path, meta, figures, problem, warnings)
+    summary = _summary(argv, path, meta, figures, how, problem, warnings)
     if explore:
         summary["explore_candidates"] = [f.name for f in functions]
         summary["explore_libraries"] = {f.name: f.library for f in functions if f.library}
@@ -334,11 +358,11 @@ def _write(argv: list[str], path: str, out_dir: Path, raw: Path, meta: dict, fun
     return trace, problem
 
 
-def _summary(argv: list[str], path: str, meta: dict, figures: convert.TaskFigures, problem: str | None,
-             warnings: list[str]) -> dict:
-    """summary.json of a traced process: the run, how it ended, its graph's figures (no T∞ when
-    the markers are unbalanced: the graph is not the program's), the warnings."""
-    ending, partial, ended_by = _ending(meta)
+def _summary(argv: list[str], path: str, meta: dict, figures: convert.TaskFigures,
+             how: tuple[str, bool, str | None], problem: str | None, warnings: list[str]) -> dict:
+    """summary.json of a traced process: the run, how it ended (``_ending``), its graph's figures
+    (no T∞ when the markers are unbalanced: the graph is not the program's), the warnings."""
+    ending, partial, ended_by = how
     tinf = meta["tinf"]
     return {
         "program": argv[0],

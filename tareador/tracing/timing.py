@@ -32,6 +32,7 @@ import numpy as np
 
 from tareador.errors import TimingError
 from tareador.tracing import toolchain
+from tareador.tracing.driver import check_program, import_frida
 
 ON, OFF, START, END, FUNCTION_ENTER, FUNCTION_LEAVE, MPI_ENTER, MPI_LEAVE, FINISH = range(1, 10)
 NO_NAME = 0xFFFFFFFF
@@ -215,8 +216,6 @@ def record_run(argv: list[str], out: Path, functions: tuple = (), region_only: b
     """Run argv once, its record written to ``out`` when it exits; its exit status. Natively when
     the markers see everything, else under the timing agent (``hooks``: task functions, MPI
     calls, or a program without the annotation library need it)."""
-    from tareador.tracing.driver import check_program
-
     path = check_program(argv)
     library = toolchain.installed_annotation_library()
     if hooks is None:
@@ -236,9 +235,8 @@ def _has_recorder(path: str) -> bool:
 
 def _run_hooked(argv: list[str], env: dict, library: Path, functions: tuple, mpi: bool) -> int:
     """Spawn under Frida with the timing agent (Interceptor only); the exit status."""
-    from tareador.tracing.driver import frida
-
     agents = toolchain.agents_dir()
+    frida = import_frida()
     device = frida.get_local_device()
     ended = threading.Event()
     status: dict = {}
