@@ -37,7 +37,8 @@ def test_traced_binary_form_loads_what_the_csvs_say(traced_example, tmp_path, ca
     gives the fragments, dependencies, objects, summary and graph that the CSVs alone give."""
     d = traced_example("cholesky", "3", "4")
     manifest = json.loads((d / "tables" / "manifest.json").read_text())
-    assert set(manifest["tables"]) == {"tasks.npy", "deps.npy", "objects.npy", "names.json"}
+    tables = {"tasks.npy", "deps.npy", "objects.npy", "accesses.npy", "calls.npy", "names.json"}
+    assert set(manifest["tables"]) == tables
     assert set(manifest["csv"]) == {"tasks.csv", "deps.csv", "objects.csv"}
     assert binary_form.read(d, objects=True) is not None
     plain = csv_only(d, tmp_path / "plain")

@@ -121,7 +121,8 @@ def test_a_new_trace_removes_the_outputs_of_the_previous_one(chain):
     trace([exe], d, progress=False)
     assert sorted(p.name for p in d.iterdir()) == ["accesses.csv", "calls.csv", "deps.csv", "notes.txt", "objects.csv",
                                                    "summary.json", "tables", "tasks.csv"]
-    assert sorted(p.name for p in (d / "tables").iterdir()) == ["deps.npy", "manifest.json", "names.json",
+    assert sorted(p.name for p in (d / "tables").iterdir()) == ["accesses.npy", "calls.npy", "deps.npy",
+                                                                "manifest.json", "names.json",
                                                                 "objects.npy", "tasks.npy"]
 
 

@@ -10,8 +10,8 @@ k of each is row k of its CSV; strings are stored once, in ``names.json``, and i
 - ``deps.npy`` (DEPS): src, dst, object (row of objects.npy), kind (0 RAW, 1 WAR, 2 WAW), bytes.
 - ``objects.npy`` (OBJECTS): address, size, kind (0 heap, 1 global, 2 stack); names.json
   "objects" and "object_sites" are the name and site columns of objects.csv.
-- ``accesses.npy`` (ACCESSES): task, object (row of objects.npy), read_lo, read_hi, write_lo,
-  write_hi (from the object's start, -1 where none).
+- ``accesses.npy`` (ACCESSES): task, object (row of objects.npy), part, read_lo, read_hi,
+  write_lo, write_hi (from the object's start, -1 where none).
 - ``calls.npy`` (CALLS): task; function and module: indices into names.json "functions" and
   "modules"; function_offset, site_offset; args: the 8 integer argument words.
 - ``names.json``: {"tasks", "objects", "object_sites", "functions", "modules"}: lists of strings.
@@ -37,7 +37,7 @@ TASKS = np.dtype([("name", "<u4"), ("parent", "<u4"), ("instance", "<u4"), ("pad
                   ("end", "<u8"), ("instructions", "<u8")])
 DEPS = np.dtype([("src", "<u4"), ("dst", "<u4"), ("object", "<u4"), ("kind", "<u4"), ("bytes", "<u8")])
 OBJECTS = np.dtype([("address", "<u8"), ("size", "<u8"), ("kind", "<u4"), ("pad", "<u4")])
-ACCESSES = np.dtype([("task", "<u4"), ("object", "<u4"), ("read_lo", "<i8"), ("read_hi", "<i8"),
+ACCESSES = np.dtype([("task", "<u4"), ("object", "<u4"), ("part", "<u4"), ("read_lo", "<i8"), ("read_hi", "<i8"),
                      ("write_lo", "<i8"), ("write_hi", "<i8")])
 CALLS = np.dtype([("task", "<u4"), ("function", "<u4"), ("module", "<u4"), ("pad", "<u4"),
                   ("function_offset", "<u8"), ("site_offset", "<u8"), ("args", "<u8", 8)])

@@ -19,13 +19,11 @@ from tareador.files import output_file, write_text
 from tareador.taskgraph import binary_form
 from tareador.taskgraph.dag import Dag, DependencyCycle, build, topological_order
 from tareador.taskgraph.model import (
-    Access,
     Communicator,
     DataObject,
     Dependency,
     Fragment,
     MpiCall,
-    TaskCall,
     TaskTrace,
 )
 from tareador.taskgraph.tables import Tables
@@ -100,12 +98,6 @@ def write_binary_form(directory: str | Path) -> None:
     graph = _read_csvs(d, objects=True)
     _checked(d, graph.tasks, graph.deps)
     binary_form.write_columns(d, graph)
-
-
-def save_accesses(directory: str | Path, accesses: list[Access], calls: list[TaskCall]) -> None:
-    """What each fragment read and wrote, and the calls tasks made (``tareador hints``), beside the trace."""
-    write_table(Path(directory) / "accesses.csv", Access, accesses)
-    write_table(Path(directory) / "calls.csv", TaskCall, calls)
 
 
 def save_mpi(directory: str | Path, calls: list[MpiCall], comms: list[Communicator]) -> None:
