@@ -75,7 +75,7 @@ class _Template:
         # main's rows at a row's start (it sets i and j) and within a row (j only); the cell's own
         # rows but its heap row (north and west cells read, its own written), and that row's part.
         self.main_wide, self.main_narrow = by_fragment[0], by_fragment[2]
-        self.task_rows = [row for row in by_fragment[1] if row[0] != self.heap]
+        self.task_rows = by_fragment[1]  # in the tracer's order; the heap row is made per cell
         self.heap_part = next(row[1] for row in by_fragment[1] if row[0] == self.heap)
         call = _rows(directory / "calls.csv")[1]
         self.call = call[1:5]
@@ -151,8 +151,8 @@ def _accesses(path: Path, n: int, t: _Template) -> None:
                 break
             i, j = c // n + 1, c % n + 1
             own = 8 * (i * (n + 1) + j)
-            f.writelines(f"{2 * c + 1},{','.join(row)}\n" for row in t.task_rows)
-            f.write(f"{2 * c + 1},{t.heap},{t.heap_part},{8 * ((i - 1) * (n + 1) + j)},{own},{own},{own + 8}\n")
+            heap = f"{t.heap},{t.heap_part},{8 * ((i - 1) * (n + 1) + j)},{own},{own},{own + 8}"
+            f.writelines(f"{2 * c + 1},{heap if row[0] == t.heap else ','.join(row)}\n" for row in t.task_rows)
 
 
 def _critical_path(n: int, t: _Template) -> int:
