@@ -14,7 +14,7 @@ Usage: python benchmarks/trace_overhead.py [--only whole|sweep|sparse] [--n N] [
 Every run is repeated R times and the fastest kept, as timeit does: on a shared 2-core machine
 the other runs measure the neighbours. The sweep also gives CPU seconds (user + system: the
 traced process's own, from its summary.json, and valgrind's), which a busy machine inflates far
-less than wall time. Prints Markdown tables for README.md.
+less than wall time. Prints Markdown tables for docs/costs.md.
 """
 
 from __future__ import annotations

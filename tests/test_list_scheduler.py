@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
@@ -51,11 +52,12 @@ def test_amdahl_serial_fraction():
     t = make([("main", -1, 30)] + [("work", 0, 10)] * 7, [])
     result = study(t.dag, [1, 7, None], "cp", Machine(instructions_per_second=10))
     assert result.t1 == 10.0 and result.tinf == 4.0 and result.parallelism == 2.5
-    rows = result.rows()
+    rows = list(result.table())
     assert [r["time"] for r in rows] == [10.0, 4.0, 4.0]
     assert rows[1]["speedup"] == pytest.approx(1 / (0.3 + 0.7 / 7))
     assert rows[1]["efficiency"] == pytest.approx(2.5 / 7)
-    assert rows[2]["cores"] == "inf" and rows[2]["efficiency"] is None and rows[2]["cores_used"] == 7
+    assert rows[2]["cores"] == math.inf and math.isnan(rows[2]["efficiency"]) and rows[2]["cores_used"] == 7
+    assert result.table().records()[2]["cores"] == "inf" and result.table().records()[2]["efficiency"] is None
 
 
 def test_critical_path_first_beats_fifo_by_one():
@@ -98,7 +100,7 @@ def test_unbounded_cores_give_exactly_the_critical_path():
 
 def test_overhead_is_paid_by_tasks_not_main():
     assert makespans(fork_join(), [4, 1], overhead=5) == [15, 60]
-    assert study(fork_join().dag, [4], "cp", Machine(), overhead=5).rows()[0]["speedup"] == pytest.approx(40 / 15)
+    assert study(fork_join().dag, [4], "cp", Machine(), overhead=5).table().column("speedup")[0] == pytest.approx(40 / 15)
 
 
 def test_utilisation_and_profile():
@@ -114,8 +116,10 @@ def test_idle_cores_count_in_utilisation():
     t = make([("main", -1, 0), ("a", 0, 10), ("a", 0, 10), ("a", 0, 10)], [(1, 2), (2, 3)])
     s = simulate(t.dag, 4)
     assert utilisation(s).tolist() == [1.0, 0.0, 0.0, 0.0]
-    row = study(t.dag, [4], "cp", Machine()).rows()[0]
-    assert row["utilisation"] == [1.0, 0.0, 0.0, 0.0] and row["efficiency"] == 0.25
+    result = study(t.dag, [4], "cp", Machine())
+    assert result.utilisation_table().column("busy") == [1.0, 0.0, 0.0, 0.0]
+    assert next(iter(result.table())) == {"cores": 4, "time": 30 / Machine().rate, "speedup": 1.0, "efficiency": 0.25, "cores_used": 1,
+                                          "busy_min": 0.0, "busy_max": 1.0}
 
 
 def test_fast_loader_matches_schedule_edges(tmp_path):
@@ -255,5 +259,5 @@ def test_runtime_costs_fall_where_they_occur():
     first, one = result.schedules
     assert first.start.tolist() == [0, 2, 2, 8, 4, 13, 6, 19, 8] and first.makespan == 30
     assert one.makespan == 40 + 4 * 2 + 4 * 1
-    assert result.rows()[0]["speedup"] == pytest.approx(40 / 30)
+    assert result.table().column("speedup")[0] == pytest.approx(40 / 30)
     assert (result.overhead, result.creation_cost) == (1, 2)

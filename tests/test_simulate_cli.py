@@ -25,7 +25,8 @@ def test_simulate_json(tareador, trace_dir):
     assert [r["time"] for r in doc["results"]] == [4e-6, 2e-6, 2e-6, 1e-6]
     assert [r["speedup"] for r in doc["results"]] == [1.0, 2.0, 2.0, 4.0]
     assert doc["results"][2]["efficiency"] == pytest.approx(2 / 3)
-    assert doc["results"][1]["utilisation"] == [1.0, 1.0]
+    assert [u["busy"] for u in doc["utilisation"] if u["cores"] == 2] == [1.0, 1.0]
+    assert (doc["results"][1]["busy_min"], doc["results"][1]["busy_max"]) == (1.0, 1.0)
 
 
 def test_simulate_overhead_machine_and_policy(tareador, trace_dir, tmp_path):
@@ -66,7 +67,8 @@ def test_csv_outputs(tareador, trace_dir, tmp_path):
     status, out, _ = tareador("simulate", trace_dir, "--cores", "1,2,inf", "--csv", "-o", tmp_path)
     assert status == 0 and "speedup.csv profile.csv" in out
     assert (tmp_path / "speedup.csv").read_text().splitlines() == [
-        "cores,time,speedup,efficiency", "1,4e-06,1.0,1.0", "2,2e-06,2.0,1.0", "inf,1e-06,4.0,"]
+        "cores,time,speedup,efficiency,cores_used,busy_min,busy_max", "1,4e-06,1.0,1.0,1,1.0,1.0",
+        "2,2e-06,2.0,1.0,2,1.0,1.0", "inf,1e-06,4.0,,4,1.0,1.0"]  # every core busy throughout
     # Unbounded: the 4 leaves of 1000 instructions run together, between empty main fragments.
     assert (tmp_path / "profile.csv").read_text().splitlines() == ["time,running", "0.0,4", "1e-06,0"]
 

@@ -1,5 +1,5 @@
 """The package's shape, read statically from its source with ast: imports at the top of each
-module, no import cycle, the one-way pipeline of README "How it works", no function over 80
+module, no import cycle, the one-way pipeline of docs/reference/architecture.md, no function over 80
 lines."""
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ ORDER = [{"errors", "files", "native", "stopping", "system_packages", "text_colu
          {"taskgraph"}, {"tracing"}, {"formats"}, {"synthesis"}, {"simulation"}, {"analyses"}, {"render"},
          {"report"}, {"cli"}, {"__main__", ""}]
 # Imported where they are used, not at the top: each serves one feature and costs the start-up of
-# every command (Bokeh and matplotlib a second, frida and networkx a fifth) or needs an MPI launch
-# (mpi4py). A tareador module that imports one of them at its top may be imported where it is
-# used, for the same reason (the report's pages, which load Bokeh).
-LAZY = {"bokeh", "frida", "matplotlib", "mpi4py", "networkx", "tqdm"}
+# every command (Bokeh and matplotlib a second, frida and networkx a fifth), needs an MPI launch
+# (mpi4py) or is an optional extra (pandas, for to_pandas). A tareador module that imports one of
+# them at its top may be imported where it is used, for the same reason (the report's pages,
+# which load Bokeh).
+LAZY = {"bokeh", "frida", "matplotlib", "mpi4py", "networkx", "pandas", "tqdm"}
 LONGEST = 80
 
 

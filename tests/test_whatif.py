@@ -37,9 +37,9 @@ def test_times_by_hand():
     # 1 core: T1 minus the work saved. 2 cores: long on one, the shorts on the other (4..44), so
     # long halved (4..34) still ends the run with main: 50; long gone, the shorts share both: 4+20+6.
     # Unbounded: main, the longest of long or a short, main.
-    assert w.accelerated == {("long", 2): [80, 50, 40], ("long", math.inf): [50, 30, 20],
-                             ("short", 2): [90, 70, 70], ("short", math.inf): [70, 70, 70],
-                             (PROGRAM, 2): [105, 65, 65], (PROGRAM, math.inf): [100, 60, 60]}
+    assert w.accelerated.tolist() == [[[80, 50, 40], [50, 30, 20]],  # long x2, long x inf
+                                      [[90, 70, 70], [70, 70, 70]],  # short
+                                      [[105, 65, 65], [100, 60, 60]]]  # PROGRAM
     assert w.benefit("long", 2, 2) == 70 / 50
     # The thesis' point in miniature: the short tasks hold 4x main's work and win on one core, but
     # off the critical path they give nothing where cores abound, and main's 10 instructions do.
@@ -58,8 +58,8 @@ def test_one_critical_path_of_two_equal_ones():
 
 def test_a_factor_below_one_slows_and_fractions_round_to_whole_instructions():
     w = whatif(long_and_short().dag, [0.5, 3], [1])
-    assert w.accelerated["short", 0.5] == [150]
-    assert w.accelerated["short", 3] == [110 - 4 * 10 + 4 * 3]  # 10/3 is 3 instructions
+    assert w.time("short", 0.5, 1) == 150
+    assert w.time("short", 3, 1) == 110 - 4 * 10 + 4 * 3  # 10/3 is 3 instructions
 
 
 def test_json_csv_and_plots(tareador, trace_dir, tmp_path):

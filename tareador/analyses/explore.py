@@ -23,11 +23,13 @@ cheapest first. Each decomposition is a merge of the recorded one
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from tareador.analyses.speedup import parallelism_profile, study
+from tareador.analyses.table import Table, Tabular
 from tareador.simulation.machine import Machine
 from tareador.taskgraph.decompose import Recording, merge, recording, task_tree
 from tareador.taskgraph.model import RAW, TaskTrace
@@ -76,8 +78,14 @@ class Step:
         return next(c for c in self.costs if c.name == name)
 
 
+EXPLORATION_COLUMNS = (("step", "int"), ("tasks", "int"), ("instances", "int"), ("t1", "int"), ("tinf", "int"),
+                       ("parallelism", "float"), ("time", "float"), ("speedup", "float"), ("broken", "str"),
+                       ("dominant", "str"), ("cost_length", "float"), ("cost_dependencies", "float"),
+                       ("cost_concurrency", "float"), ("decomposition", "str"))
+
+
 @dataclass
-class Exploration:
+class Exploration(Tabular):
     steps: list[Step]
     best: Step  # the step of the walk chosen (see best_step), without the types that changed nothing
     cores: int | None
@@ -86,6 +94,22 @@ class Exploration:
     rate: float
     candidates: tuple[str, ...] = field(default=())  # the types of the recorded (finest) decomposition
     tolerance: float = DEFAULT_TOLERANCE
+
+    def table(self) -> Table:
+        """One row per step of the walk; the type it broke, with the normalised terms of its cost
+        (empty and NaN at the last step, which breaks nothing)."""
+        rows = []
+        for s in self.steps:
+            cost = s.cost_of(s.broken) if s.broken else None
+            rows.append((s.index, len(s.tasks), s.instances, s.t1, s.tinf, round(s.parallelism, 6), s.time,
+                         round(s.speedup, 6), s.broken or "", cost.dominant if cost else "",
+                         *(tuple(round(x, 6) for x in cost.normalised) if cost else (math.nan,) * 3),
+                         ";".join(s.tasks)))
+        return Table.of("explore", EXPLORATION_COLUMNS, rows)
+
+    def __repr__(self) -> str:
+        return (f"<Exploration {len(self.steps)} steps, best: step {self.best.index} "
+                f"({len(self.best.tasks)} task types, speedup {self.best.speedup:.2f})>")
 
 
 def best_step(steps: list[Step], tolerance: float) -> Step:
@@ -147,7 +171,7 @@ def _without_idle_types(step: Step, floor: float, tolerance: float, recorded: Re
 def _evaluate(index: int, trace: TaskTrace, cores: int | None, machine: Machine, policy: str,
               weights: tuple[float, float, float], overhead: int | None) -> Step:
     s = study(trace.dag, [cores], policy, machine, overhead)
-    row = s.rows()[0]
+    row = next(iter(s.table()))
     costs = _costs(trace, s.schedules[0], weights)
     # Costs are by name: the first of equal costs (to rounding: sums of floats) is broken.
     chosen = max(costs, key=lambda c: round(c.cost, 9), default=None)

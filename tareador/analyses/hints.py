@@ -80,6 +80,10 @@ class Hints:
         predict the OpenMP run of the generated pragmas (its ``dag``)."""
         return TaskTrace(trace.fragments, self.pragma_deps, trace.objects, trace.summary, trace.path)
 
+    def __repr__(self) -> str:
+        return (f"<Hints {len(self.types)} task types, {len(self.warnings)} warnings, "
+                f"{len(self.unenforced)} dependences the pragmas do not order>")
+
 
 def _argument_values(args: list[int], sig: Signature) -> dict[int, int]:
     """Parameter position -> value, for the pointer parameters (DWARF): the integer-class ones take

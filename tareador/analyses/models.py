@@ -21,11 +21,13 @@ runs at the speed of memory).
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
 
+from tareador.analyses.table import Table, Tabular
 from tareador.taskgraph.model import Access, TaskTrace
 
 EXPONENTS = np.round(np.arange(0, 301) / 100, 2)
@@ -66,12 +68,37 @@ class TypeModel:
 
 
 @dataclass
-class Models:
+class Models(Tabular):
     types: list[TypeModel]  # by type (largest total duration first), instructions before ns
     instructions_per_ns: dict[str, float]  # per type, and "" for the whole program; empty unless measured
 
     def of(self, name: str, unit: str) -> TypeModel:
         return next(m for m in self.types if m.name == name and m.unit == unit)
+
+    def table(self) -> Table:
+        """One row per type and unit; outliers as ';'-separated instance ids; instructions_per_ns
+        NaN unless measured."""
+        return Table.of("models", MODEL_COLUMNS, (
+            (m.name, m.unit, len(m.instances), int(m.bytes.min()), int(m.bytes.max()), m.fit.a, m.fit.b, m.fit.c,
+             m.fit.error, ";".join(str(int(m.instances[k])) for k in m.outliers),
+             self.instructions_per_ns.get(m.name, math.nan)) for m in self.types))
+
+    def as_json(self) -> dict:
+        return {"types": [{"type": m.name, "durations": m.unit, "instances": len(m.instances),
+                           "bytes": [int(m.bytes.min()), int(m.bytes.max())], "a": m.fit.a, "b": m.fit.b,
+                           "c": m.fit.c, "error": m.fit.error,
+                           "outliers": [{"instance": int(m.instances[k]), "bytes": int(m.bytes[k]),
+                                         "duration": int(m.duration[k]), "ratio": m.ratio(k)} for k in m.outliers]}
+                          for m in self.types],
+                "instructions_per_ns": {name or "program": r for name, r in self.instructions_per_ns.items()}}
+
+    def __repr__(self) -> str:
+        return f"<Models {len(self.types)} fits: {', '.join(sorted({m.name for m in self.types}))}>"
+
+
+MODEL_COLUMNS = (("type", "str"), ("durations", "str"), ("instances", "int"), ("min_bytes", "int"),
+                 ("max_bytes", "int"), ("a", "float"), ("b", "float"), ("c", "float"), ("error", "float"),
+                 ("outliers", "str"), ("instructions_per_ns", "float"))
 
 
 def fit(n: np.ndarray, d: np.ndarray) -> Fit:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tareador.analyses.table import Table, Tabular, unbounded
 from tareador.errors import MachineError
 from tareador.formats.dimemas import DimTrace
 from tareador.simulation.dimemas_engine import ReplayResult, replay
@@ -33,26 +34,31 @@ class Configuration:
 
 
 @dataclass
-class MpiStudy:
+class MpiStudy(Tabular):
     ranks: int
     ranks_per_node: int
     policy: str
     authentic: ReplayResult  # one core per rank
     configurations: list[Configuration]
 
-    def rows(self) -> list[dict]:
+    def table(self) -> Table:
+        """One row per configuration; efficiency NaN and cores_per_rank inf for the unbounded one."""
         rows = []
         for c in self.configurations:
             time = c.result.makespan
             speedup = self.authentic.makespan / time if time else 1.0
-            rows.append({"cores_per_rank": c.label if c.cores_per_rank is None else c.cores_per_rank,
-                         "cores_per_node": c.cores_per_node, "time": time, "speedup": speedup,
-                         "efficiency": None if c.cores_per_rank is None else speedup / c.cores_per_rank})
-        return rows
+            rows.append((unbounded(c.cores_per_rank), c.cores_per_node, time, speedup,
+                         math.nan if c.cores_per_rank is None else speedup / c.cores_per_rank))
+        return Table.of("mpi_speedup", (("cores_per_rank", "count"), ("cores_per_node", "int"), ("time", "float"),
+                                        ("speedup", "float"), ("efficiency", "float")), rows)
 
     def as_json(self) -> dict:
         return {"ranks": self.ranks, "ranks_per_node": self.ranks_per_node, "policy": self.policy,
-                "authentic": self.authentic.makespan, "results": self.rows()}
+                "authentic": self.authentic.makespan, "results": self.table().records()}
+
+    def __repr__(self) -> str:
+        return (f"<MpiStudy {self.ranks} ranks ({self.ranks_per_node} per node), authentic "
+                f"{self.authentic.makespan:.6g} s, cores per rank {', '.join(c.label for c in self.configurations)}>")
 
 
 def ranks_per_node(machine: Machine, ranks: int | None = None) -> int:

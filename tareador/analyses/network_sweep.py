@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tareador.analyses.table import Table, Tabular
 from tareador.formats.dimemas import GLOBAL_OP, SEND, DimTrace
 from tareador.simulation.dimemas_engine import replay
 from tareador.simulation.machine import Machine
@@ -28,10 +29,15 @@ class SweepPoint:
 
 
 @dataclass(frozen=True)
-class Sweep:
+class Sweep(Tabular):
     points: list[SweepPoint]
     swept: tuple[str, ...]  # "bandwidth" and/or "latency", what the user gave lists of
     inter_node_messages: int  # messages and global operations the network between nodes times: 0, nothing to sweep
+
+    def table(self) -> Table:
+        return Table.of("network_sweep", (("bandwidth_mb_s", "float"), ("latency_s", "float"), ("time_s", "float"),
+                                          ("speedup", "float")),
+                        ((p.bandwidth, p.latency, p.time, p.speedup) for p in self.points))
 
 
 def inter_node_messages(trace: DimTrace, machine: Machine) -> int:

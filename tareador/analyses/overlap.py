@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tareador.analyses.network_sweep import sweep
+from tareador.analyses.table import Table, Tabular
 from tareador.formats.dimemas import DimTrace
 from tareador.simulation.machine import Machine
 
@@ -33,12 +34,19 @@ class OverlapPoint:
 
 
 @dataclass(frozen=True)
-class OverlapStudy:
+class OverlapStudy(Tabular):
     points: list[OverlapPoint]
     reference_bandwidth: float
     reference_time: float  # the authentic run at the reference bandwidth
     tolerable: dict[str, float | None]  # overlapped kind -> bandwidth reduction factor; None: overlap does not pay
     slowdown: dict[str, float]  # overlapped kind -> its time / the authentic one's, at the reference bandwidth
+
+    def table(self) -> Table:
+        """One row per bandwidth: each trace's time and the overlapped ones' speedups (4 decimals)."""
+        return Table.of("overlap", (("bandwidth_mb_s", "float"), *((f"{n}_s", "float") for n in TRACES),
+                                    ("speedup_real", "float"), ("speedup_ideal", "float")),
+                        ((p.bandwidth, *(p.times[n] for n in TRACES), round(p.speedup("real"), 4),
+                          round(p.speedup("ideal"), 4)) for p in self.points))
 
 
 def overlap_sweep(traces: dict[str, DimTrace], machine: Machine, bandwidths: list[float],

@@ -6,17 +6,22 @@ no runtime overhead, i.e. T1. Times are seconds of the simulated machine.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from tareador.analyses.table import Table, Tabular, unbounded
 from tareador.simulation.list_scheduler import Schedule, simulate
 from tareador.simulation.machine import Machine
 from tareador.taskgraph.dag import Dag, bottom_levels, durations, successors
 
+STUDY_COLUMNS = (("cores", "count"), ("time", "float"), ("speedup", "float"), ("efficiency", "float"),
+                 ("cores_used", "int"), ("busy_min", "float"), ("busy_max", "float"))
+
 
 @dataclass
-class Study:
+class Study(Tabular):
     t1: float  # seconds of the sequential run
     tinf: float  # critical path without runtime overhead
     schedules: list[Schedule]
@@ -30,25 +35,34 @@ class Study:
     def parallelism(self) -> float:
         return self.t1 / self.tinf if self.tinf else 1.0
 
-    def rows(self) -> list[dict]:
+    def table(self) -> Table:
+        """One row per simulated machine; efficiency NaN and cores inf for the unbounded one.
+        busy_min/busy_max: the least and most busy core's fraction of the makespan."""
         rows = []
         for s in self.schedules:
             time = s.makespan / self.rate
             speedup = self.t1 / time if time else 1.0
-            row = {"cores": s.label, "time": time, "speedup": speedup,
-                   "efficiency": None if s.cores is None else speedup / s.cores}
-            if s.cores is None:
-                row["cores_used"] = s.cores_used
-            else:
-                row["cores"] = s.cores
-                row["utilisation"] = [round(u, 4) for u in utilisation(s).tolist()]
-            rows.append(row)
-        return rows
+            busy = utilisation(s)
+            rows.append((unbounded(s.cores), time, speedup, math.nan if s.cores is None else speedup / s.cores,
+                         s.cores_used, float(busy.min()) if len(busy) else 0.0, float(busy.max()) if len(busy) else 0.0))
+        return Table.of("speedup", STUDY_COLUMNS, rows)
+
+    def utilisation_table(self) -> Table:
+        """The busy fraction of every core of every simulated machine (an unbounded one's cores are
+        those it used)."""
+        return Table.of("utilisation", (("cores", "count"), ("core", "int"), ("busy", "float")),
+                        ((unbounded(s.cores), k, round(u, 4)) for s in self.schedules
+                         for k, u in enumerate(utilisation(s).tolist())))
 
     def as_json(self) -> dict:
         return {"t1": self.t1, "tinf": self.tinf, "parallelism": self.parallelism, "overhead": self.overhead,
                 "creation_cost": self.creation_cost, "creation": self.creation, "durations": self.unit,
-                "instructions_per_second": self.rate, "results": self.rows()}
+                "instructions_per_second": self.rate, "results": self.table().records(),
+                "utilisation": self.utilisation_table().records()}
+
+    def __repr__(self) -> str:
+        return (f"<Study T1 {self.t1:.6g} s, T-inf {self.tinf:.6g} s, parallelism {self.parallelism:.2f}, "
+                f"{len(self.schedules)} machines: {', '.join(s.label for s in self.schedules)} cores>")
 
 
 def study(dag: Dag, cores: list[int | None], policy: str, machine: Machine, overhead: int | None = None,

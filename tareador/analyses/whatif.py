@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from tareador.analyses.speedup import runtime_costs, study
+from tareador.analyses.table import Table, Tabular, unbounded
 from tareador.simulation.machine import Machine
 from tareador.taskgraph.dag import Dag, bottom_levels, critical_path, successors
 from tareador.taskgraph.model import PROGRAM
@@ -30,8 +31,13 @@ class TaskType:
     critical: int  # instructions of its fragments on the critical path of ``WhatIf.path``
 
 
+WHATIF_COLUMNS = (("cores", "count"), ("rank", "int"), ("type", "str"), ("factor", "number"), ("time", "float"),
+                  ("benefit", "float"), ("speedup", "float"), ("work_share", "float"),
+                  ("critical_path_share", "float"))
+
+
 @dataclass
-class WhatIf:
+class WhatIf(Tabular):
     """Simulated times in instructions; ``rate`` turns them into seconds."""
 
     types: list[TaskType]  # by work, largest first
@@ -41,7 +47,7 @@ class WhatIf:
     tinf: int
     path: list[int]  # the critical path the shares are measured on (Dag indices)
     baseline: list[int]  # makespan unaccelerated, per core count
-    accelerated: dict[tuple[str, float], list[int]]  # makespan per core count, by (type, factor)
+    accelerated: np.ndarray  # int64 makespans, [type (as in types), factor, core count]
     rate: float
     policy: str
     overhead: int  # units each task pays to start (task overhead and the machine's start cost)
@@ -50,7 +56,8 @@ class WhatIf:
     unit: str = "instructions"  # or ns: measured durations
 
     def time(self, name: str, factor: float, cores: int | None) -> int:
-        return self.accelerated[name, factor][self.cores.index(cores)]
+        kind = next(k for k, t in enumerate(self.types) if t.name == name)
+        return int(self.accelerated[kind, self.factors.index(factor), self.cores.index(cores)])
 
     def benefit(self, name: str, factor: float, cores: int | None) -> float:
         """Speedup over the unaccelerated run on the same machine, the thesis' "overall speedup"
@@ -69,13 +76,12 @@ class WhatIf:
     def critical_share(self, t: TaskType) -> float:
         return t.critical / self.tinf if self.tinf else 0.0
 
-    def rows(self) -> list[dict]:
+    def table(self) -> Table:
         """One row per machine, task type and factor, ranked per machine; times in seconds."""
-        return [{"cores": label(c), "rank": rank, "type": t.name, "factor": label(k),
-                 "time": self.time(t.name, k, c) / self.rate, "benefit": self.benefit(t.name, k, c),
-                 "speedup": ratio(self.t1, self.time(t.name, k, c)), "work_share": self.work_share(t),
-                 "critical_path_share": self.critical_share(t)}
-                for c in self.cores for rank, t in enumerate(self.ranking(c), 1) for k in self.factors]
+        return Table.of("whatif", WHATIF_COLUMNS, (
+            (unbounded(c), rank, t.name, k, self.time(t.name, k, c) / self.rate, self.benefit(t.name, k, c),
+             ratio(self.t1, self.time(t.name, k, c)), self.work_share(t), self.critical_share(t))
+            for c in self.cores for rank, t in enumerate(self.ranking(c), 1) for k in self.factors))
 
     def as_json(self) -> dict:
         """Times in seconds; an infinite factor, core count or ratio is "inf" (JSON has no infinity)."""
@@ -88,8 +94,11 @@ class WhatIf:
                            "critical_path_share": self.critical_share(t)} for t in self.types],
                 "unaccelerated": [{"cores": label(c), "time": m / self.rate, "speedup": label(ratio(self.t1, m))}
                                   for c, m in zip(self.cores, self.baseline)],
-                "results": [{**r, "benefit": label(r["benefit"]), "speedup": label(r["speedup"])}
-                            for r in self.rows()]}
+                "results": self.table().records()}
+
+    def __repr__(self) -> str:
+        return (f"<WhatIf {len(self.types)} task types x factors {', '.join(map(str, map(label, self.factors)))} "
+                f"x cores {', '.join(str(label(c)) for c in self.cores)}>")
 
 
 def ratio(before: int, after: int) -> float:
@@ -152,7 +161,7 @@ def whatif(dag: Dag, factors: list[float], cores: list[int | None], policy: str 
 
     return WhatIf(types=table, factors=list(factors), cores=list(cores), t1=dag.t1, tinf=max(levels, default=0),
                   path=path, baseline=makespans(dag.weight),
-                  accelerated={(t.name, k): makespans(accelerate(dag.weight, names == t.name, k))
-                               for t in table for k in factors},
+                  accelerated=np.array([[makespans(accelerate(dag.weight, names == t.name, k)) for k in factors]
+                                        for t in table], np.int64).reshape(len(table), len(factors), len(cores)),
                   rate=machine.rate, policy=policy, overhead=start, creation_cost=creation_cost,
                   creation=machine.creation, unit=unit)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import shlex
 import signal
 from pathlib import Path
@@ -13,9 +12,8 @@ from tareador.cli.options import core_list
 from tareador.cli.simulate import add_machine_options, machine_options
 from tareador.cli.trace import function_names
 from tareador.errors import UserError
-from tareador.files import output_file
 from tareador.render.plots import plot_explore
-from tareador.render.summary import format_seconds, human, machine_name
+from tareador.render.results import format_exploration
 from tareador.stopping import Stopped
 from tareador.taskgraph.durations import trace_in_nanoseconds
 from tareador.taskgraph.store import load_trace
@@ -140,7 +138,7 @@ def run(args) -> int:
     except ValueError as e:
         raise UserError(f"{directory}: {e}") from None
     out.mkdir(parents=True, exist_ok=True)
-    written = [_write_csv(out / "explore.csv", result), plot_explore(result, out / "explore.png")]
+    written = [result.write_csv(out / "explore.csv"), plot_explore(result, out / "explore.png")]
 
     command = argv or [finest.summary.get("program", "./prog"), *finest.summary.get("arguments", [])]
     # Only a recording's tasks are functions; another trace's are its markers' names.
@@ -153,65 +151,3 @@ def run(args) -> int:
     return 0
 
 
-def format_exploration(result, program: str | None, libraries: dict[str, str] | None = None) -> str:
-    """The steps as a table and the best; program: the command line of a recording, None for
-    another trace; libraries: the candidates that are functions of shared libraries, and theirs."""
-    libraries = _library_note(libraries or {}, set(result.candidates))
-
-    breaks = [f"{s.broken} ({s.cost_of(s.broken).dominant})" if s.broken else "-" for s in result.steps]
-    width = max([28, *map(len, breaks)])
-    lines = [f"{len(result.candidates)} candidate task types called in the analysed region{libraries}; "
-             f"target {machine_name(result.cores)}, policy {result.policy}, weights (length, dependencies, concurrency) = "
-             f"{', '.join(f'{w:g}' for w in result.weights)}",
-             f"{'step':>4} {'types':>5} {'instances':>9} {'T1':>10} {'T-inf':>10} {'parallelism':>11} "
-             f"{'speedup':>7}  {'breaks (dominant cost)':<{width}} decomposition"]
-    for s, broken in zip(result.steps, breaks, strict=True):
-        tasks = ",".join(s.tasks) if s.tasks else "(sequential code)"
-        lines.append(f"{s.index:>4} {len(s.tasks):>5} {s.instances:>9} {human(s.t1):>10} {human(s.tinf):>10} "
-                     f"{s.parallelism:>11.2f} {s.speedup:>7.2f}  {broken:<{width}} {tasks}")
-    lines += [""] + _best_lines(result)
-    best = result.best
-    if best.tasks and program is not None:
-        lines.append(f"  tareador trace --task-function {','.join(best.tasks)} -- {program}")
-    elif best.tasks:
-        lines.append(f"  its tasks: {', '.join(best.tasks)}")
-    return "\n".join(lines)
-
-
-def _library_note(libraries: dict[str, str], called: set[str]) -> str:
-    """' (2 of them functions of libblas.so.3, liblapacke.so.3)' for the candidates called."""
-    used = {name: library for name, library in libraries.items() if name in called}
-    if not used:
-        return ""
-    return f" ({len(used)} of them functions of {', '.join(sorted(set(used.values())))})"
-
-
-def _best_lines(result) -> list[str]:
-    """The best decomposition, the types dropped from its step, and a faster step it tied with."""
-    best = result.best
-    percent = f"{100 * result.tolerance:g} %"
-    step = f"step {best.index}" + (f" without {', '.join(best.dropped)}" if best.dropped else "")
-    lines = [f"best: {step}, speedup {best.speedup:.2f} on {machine_name(result.cores)} "
-             f"({format_seconds(best.time)}), {best.instances} task instances"]
-    if best.dropped:
-        lines.append(f"  ({', '.join(best.dropped)}: as tasks they change the speedup by less than {percent})")
-    fastest = max(result.steps, key=lambda s: (s.speedup, -s.index))
-    if fastest.speedup > best.speedup and not (best.dropped and fastest.index == best.index):
-        gain = 100 * (fastest.speedup / best.speedup - 1)
-        lines.append(f"  (step {fastest.index} is {gain:.2g} % faster with {fastest.instances} task instances: "
-                     f"speedups within {percent} are ties, which go to fewer instances; --tolerance)")
-    return lines
-
-
-def _write_csv(path: Path, result) -> Path:
-    with output_file(path, newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["step", "tasks", "instances", "t1", "tinf", "parallelism", "time", "speedup", "broken",
-                    "dominant", "cost_length", "cost_dependencies", "cost_concurrency", "decomposition"])
-        for s in result.steps:
-            cost = s.cost_of(s.broken) if s.broken else None
-            w.writerow([s.index, len(s.tasks), s.instances, s.t1, s.tinf, round(s.parallelism, 6), s.time,
-                        round(s.speedup, 6), s.broken or "", cost.dominant if cost else "",
-                        *(tuple(round(x, 6) for x in cost.normalised) if cost else ("", "", "")),
-                        ";".join(s.tasks)])
-    return path

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 from pathlib import Path
 
 from tareador.analyses.overlap import TRACES, overlap_sweep
+from tareador.analyses.patterns import run_patterns
 from tareador.cli.options import load_machine_arg
-from tareador.cli.patterns import add_chunks_option, run_patterns
+from tareador.cli.patterns import add_chunks_option
 from tareador.cli.replay import value_list
-from tareador.files import output_file
 from tareador.formats.dimemas import read_dim
 from tareador.render.plots import plot_overlap
 from tareador.synthesis.mpi_authentic import write_mpi_authentic
@@ -51,13 +50,7 @@ def run(args) -> int:
         paths[kind] = write_overlap_trace(d / f"overlap-{kind}.dim", mpi_run, ranks, transfers, args.chunks, kind)
     traces = {name: read_dim(paths[name]) for name in TRACES}
     study = overlap_sweep(traces, machine, bandwidths)
-    csv_path = d / "overlap.csv"
-    with output_file(csv_path, newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["bandwidth_mb_s", "authentic_s", "real_s", "ideal_s", "speedup_real", "speedup_ideal"])
-        for p in study.points:
-            w.writerow([p.bandwidth, *(p.times[n] for n in TRACES), round(p.speedup("real"), 4),
-                        round(p.speedup("ideal"), 4)])
+    csv_path = study.write_csv(d / "overlap.csv")
     png = plot_overlap(study, f"{d.name}: {args.chunks} chunks, {Path(args.machine).name}",
                        d / "overlap.png")
     if args.json:

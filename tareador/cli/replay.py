@@ -4,7 +4,6 @@ sweep the machine's network (``--bandwidth``/``--latency``)."""
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from pathlib import Path
@@ -13,7 +12,6 @@ from tareador.analyses.network_sweep import sweep
 from tareador.cli.mapping import add_ranks_per_node, with_ranks_per_node
 from tareador.cli.options import load_machine_arg, progress_bar
 from tareador.errors import UserError
-from tareador.files import output_file
 from tareador.formats.chrome import write_replay_chrome
 from tareador.formats.dimemas import read_dim
 from tareador.formats.paraver import write_paraver
@@ -113,7 +111,7 @@ def _sweep(args, trace, machine, bandwidths, latencies) -> int:
     trace_path = Path(args.trace)
     out = Path(args.output) if args.output else trace_path.parent
     out.mkdir(parents=True, exist_ok=True)
-    csv_path = _write_sweep_csv(out / f"{trace_path.stem}-sweep.csv", result)
+    csv_path = result.write_csv(out / f"{trace_path.stem}-sweep.csv")
     title = f"{trace_path.name} on {Path(args.machine).name}"
     png = plot_network_sweep(result, title, out / f"{trace_path.stem}-sweep.png")
     if args.json:
@@ -124,12 +122,3 @@ def _sweep(args, trace, machine, bandwidths, latencies) -> int:
         print(f"{pt.bandwidth:>15g} {pt.latency:>10g} {pt.time:>15.9f} {pt.speedup:>8.3f}")
     print(f"wrote {csv_path} and {png}")
     return 0
-
-
-def _write_sweep_csv(path: Path, result) -> Path:
-    with output_file(path, newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["bandwidth_mb_s", "latency_s", "time_s", "speedup"])
-        for pt in result.points:
-            w.writerow([repr(pt.bandwidth), repr(pt.latency), repr(pt.time), repr(pt.speedup)])
-    return path

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import sys
@@ -13,16 +12,16 @@ from pathlib import Path
 import numpy as np
 
 from tareador.analyses.speedup import parallelism_profile, study
+from tareador.analyses.table import Table
 from tareador.cli import simulate_mpi
 from tareador.cli.mapping import add_ranks_per_node
 from tareador.cli.options import core_list, load_machine_arg, progress_bar
 from tareador.errors import UserError
-from tareador.files import output_file
 from tareador.formats.chrome import write_chrome
 from tareador.formats.paraver import nanoseconds, schedule_run, write_paraver
 from tareador.render.plots import GANTT_CORES, GANTT_LIMIT, plot_gantt, plot_profile, plot_speedup
-from tareador.render.summary import LABEL
-from tareador.render.summary import format_seconds as seconds
+from tareador.render.results import format_study
+from tareador.simulation.list_scheduler import policy_for
 from tareador.simulation.machine import CREATION_MODELS, MAX_COUNT, in_nanoseconds
 from tareador.synthesis.ompss import write_dim_traces
 from tareador.taskgraph.durations import KINDS as DURATION_KINDS
@@ -49,7 +48,7 @@ def register(subparsers) -> None:
     p.add_argument("--prv", action="store_true", help="write a Paraver trace of each simulation")
     p.add_argument("--chrome", action="store_true", help="write a Chrome/Perfetto JSON of each simulation")
     p.add_argument("--plot", action="store_true", help="write speedup.png, profile.png and gantt.png")
-    p.add_argument("--csv", action="store_true", help="write speedup.csv (cores,time,speedup,efficiency) and "
+    p.add_argument("--csv", action="store_true", help="write speedup.csv (cores,time,speedup,efficiency,cores_used,busy_min,busy_max) and "
                    "profile.csv (time,running) of the widest simulated machine")
     p.add_argument("--dim", action="store_true", help="write ompss.dim and authentic.dim for 'tareador replay'")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
@@ -109,7 +108,7 @@ def machine_options(args):
     if args.durations == "measured":
         machine = in_nanoseconds(machine)
     cores = core_list(args.cores) if args.cores is not None else default_cores(machine, args.machine is not None)
-    policy = args.policy or (machine.policy if machine.policy in ("cp", "fifo") else "cp")
+    policy = policy_for(machine.policy, args.policy)
     return machine, cores, policy
 
 
@@ -162,27 +161,6 @@ def unit_of(durations: str) -> str:
     return "ns" if durations == "measured" else "instructions"
 
 
-def runtime_line(policy: str, creation: str, start: int, create: int, unit: str, rate: float) -> str:
-    """The scheduling and the runtime's costs a result was simulated with, in one line."""
-    durations = "measured durations (ns)" if unit == "ns" else f"{rate:.4g} instructions per second"
-    return (f"policy {policy}, {creation} creation, per task {start} {unit} to start and {create} {unit} to "
-            f"create; {durations}")
-
-
-def format_study(result, policy: str) -> str:
-    lines = [f"{'T1 (sequential)':<{LABEL}}{seconds(result.t1)}",
-             f"{'T-inf (crit.path)':<{LABEL}}{seconds(result.tinf)}",
-             f"{'parallelism':<{LABEL}}{result.parallelism:.2f}",
-             runtime_line(policy, result.creation, result.overhead, result.creation_cost, result.unit, result.rate),
-             f"{'cores':>6} {'time':>12} {'speedup':>8} {'efficiency':>10}  utilisation per core"]
-    for row in result.rows():
-        eff = "" if row["efficiency"] is None else f"{row['efficiency']:.3f}"
-        util = row.get("utilisation")
-        util = f"{min(util):.2f}..{max(util):.2f}" if util else f"{row['cores_used']} cores busy at most"
-        lines.append(f"{row['cores']:>6} {seconds(row['time']):>12} {row['speedup']:>8.2f} {eff:>10}  {util}")
-    return "\n".join(lines)
-
-
 def _write_outputs(args, out: Path, dag, result, machine) -> dict[str, list[Path]]:
     """Files written, by what opens them."""
     written: dict[str, list[Path]] = {}
@@ -223,17 +201,8 @@ def _write_outputs(args, out: Path, dag, result, machine) -> dict[str, list[Path
 
 def _write_csv(out: Path, result) -> list[Path]:
     """The table and the parallelism profile as plain CSV, in seconds, for scripts and spreadsheets."""
-    table = out / "speedup.csv"
-    with output_file(table, newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["cores", "time", "speedup", "efficiency"])
-        w.writerows([r["cores"], r["time"], r["speedup"], "" if r["efficiency"] is None else r["efficiency"]]
-                     for r in result.rows())
     widest = max(result.schedules, key=lambda s: s.cores_used)
     times, running = parallelism_profile(widest)
-    profile = out / "profile.csv"
-    with output_file(profile, newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["time", "running"])
-        w.writerows(zip((times / result.rate).tolist(), running.tolist()))
-    return [table, profile]
+    profile = Table.of("profile", (("time", "float"), ("running", "int")),
+                       zip((times / result.rate).tolist(), running.tolist()))
+    return [result.write_csv(out / "speedup.csv"), profile.write_csv(out / "profile.csv")]

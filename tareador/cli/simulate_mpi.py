@@ -3,7 +3,6 @@ per rank, the run's ompss.dim replayed on the machine's network (analyses/mpi_sp
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
 from dataclasses import replace
@@ -13,12 +12,10 @@ from tareador.analyses.mpi_speedup import mpi_study, ranks_per_node
 from tareador.cli.mapping import with_ranks_per_node
 from tareador.cli.options import core_list, load_machine_arg
 from tareador.errors import UserError
-from tareador.files import output_file
 from tareador.formats.dimemas import read_dim
 from tareador.formats.paraver import write_paraver
 from tareador.render.plots import plot_mpi_speedup
-from tareador.render.summary import LABEL
-from tareador.render.summary import format_seconds as seconds
+from tareador.render.results import format_mpi_study
 from tareador.taskgraph.mpi import load_run
 
 
@@ -57,7 +54,7 @@ def run(args) -> int:
         written += [p for c in study.configurations
                     for p in write_paraver(c.result.paraver, out / f"simulation-{c.label}.prv")]
     if args.csv:
-        written.append(_write_csv(out / "speedup.csv", study))
+        written.append(study.write_csv(out / "speedup.csv"))
     if args.plot:
         written.append(plot_mpi_speedup(study, out / "speedup.png"))
     if args.json:
@@ -88,21 +85,3 @@ def default_cores_per_rank(machine, given: str | None) -> list[int | None]:
     return sorted({1 << k for k in range(most.bit_length())} | {most}) + [None]
 
 
-def format_mpi_study(study, trace: str = "ompss.dim") -> str:
-    lines = [f"{'ranks':<{LABEL}}{study.ranks}, {study.ranks_per_node} per node",
-             f"{'authentic MPI run':<{LABEL}}{seconds(study.authentic.makespan)} (1 core per rank)",
-             f"MPI/OmpSs ({trace}) on the machine's network, policy {study.policy}",
-             f"{'cores/rank':>10} {'time':>12} {'speedup':>8} {'efficiency':>10}"]
-    for row in study.rows():
-        eff = "" if row["efficiency"] is None else f"{row['efficiency']:.3f}"
-        lines.append(f"{row['cores_per_rank']:>10} {seconds(row['time']):>12} {row['speedup']:>8.2f} {eff:>10}")
-    return "\n".join(lines)
-
-
-def _write_csv(path: Path, study) -> Path:
-    with output_file(path, newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["cores_per_rank", "cores_per_node", "time", "speedup", "efficiency"])
-        w.writerows([r["cores_per_rank"], r["cores_per_node"], r["time"], r["speedup"],
-                     "" if r["efficiency"] is None else r["efficiency"]] for r in study.rows())
-    return path

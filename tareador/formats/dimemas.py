@@ -136,6 +136,9 @@ class DimTrace:
         """Line of the file a record came from, for messages that point at it."""
         return self.first_line + int(record if self.file_order is None else self.file_order[record])
 
+    def __repr__(self) -> str:
+        return f"<DimTrace {self.path}: {len(self.threads)} tasks, {sum(self.threads)} threads, {len(self.op)} records>"
+
 
 COLUMNS = {"op": np.int8, "gthread": np.int32, "a": np.int32, "b": np.int64, "size": np.int64,
            "tag": np.int32, "comm": np.int32, "mode": np.int8, "secs": np.float64}

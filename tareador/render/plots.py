@@ -8,6 +8,7 @@ with this module: it takes a second, and every command imports this module.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -76,15 +77,15 @@ def plot_speedup(study: Study, path: str | Path) -> Path:
 
 def plot_mpi_speedup(study: MpiStudy, path: str | Path) -> Path:
     """Speedup over the authentic MPI run per count of cores per rank (inf as a dashed line)."""
-    rows = study.rows()
-    finite = [r for r in rows if r["efficiency"] is not None]
+    rows = list(study.table())
+    finite = [r for r in rows if r["cores_per_rank"] != math.inf]
     fig = _figure(6, 4)
     ax = fig.add_subplot()
     if finite:
         _speedup_curve(ax, [r["cores_per_rank"] for r in finite], [r["speedup"] for r in finite],
                        "MPI/OmpSs (ompss.dim)")
     for r in rows:
-        if r["efficiency"] is None:
+        if r["cores_per_rank"] == math.inf:
             ax.axhline(r["speedup"], color="tab:red", ls="--", label=f"unbounded cores: {r['speedup']:.2f}")
     ax.set_xlabel("cores per rank")
     ax.set_ylabel("speedup over the authentic MPI run")

@@ -10,6 +10,7 @@ simulate`` does.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -69,9 +70,9 @@ def _timeline(section: Section, reference: MpiStudy, sweep: MpiStudy) -> None:
 
 
 def _sweep(section: Section, sweep: MpiStudy) -> None:
-    rows = sweep.rows()
-    finite = [r for r in rows if r["efficiency"] is not None]
-    unbounded = next((r["speedup"] for r in rows if r["efficiency"] is None), None)
+    rows = list(sweep.table())
+    finite = [r for r in rows if r["cores_per_rank"] != math.inf]
+    unbounded = next((r["speedup"] for r in rows if r["cores_per_rank"] == math.inf), None)
     section.html(note(f"Speedup of the MPI/OmpSs run (ompss.dim) over the authentic MPI run "
                       f"({format_seconds(sweep.authentic.makespan)}, 1 core per rank), {sweep.ranks} ranks, "
                       f"{sweep.ranks_per_node} per node, policy {sweep.policy}."))
@@ -80,8 +81,13 @@ def _sweep(section: Section, sweep: MpiStudy) -> None:
             [r["cores_per_rank"] for r in finite], [r["speedup"] for r in finite], [r["efficiency"] for r in finite],
             "cores per rank", unbounded, f"unbounded cores: {unbounded:.2f}" if unbounded else ""))
     section.html(table(["cores per rank", "cores per node", "time", "speedup", "efficiency"],
-                       [[r["cores_per_rank"], r["cores_per_node"], format_seconds(r["time"]), f"{r['speedup']:.2f}",
-                         "" if r["efficiency"] is None else f"{r['efficiency']:.3f}"] for r in rows], numeric_from=0))
+                       [[_count(r["cores_per_rank"]), r["cores_per_node"], format_seconds(r["time"]),
+                         f"{r['speedup']:.2f}", "" if math.isnan(r["efficiency"]) else f"{r['efficiency']:.3f}"]
+                        for r in rows], numeric_from=0))
+
+
+def _count(cores: float) -> str:
+    return "inf" if cores == math.inf else str(cores)
 
 
 def run_report(directory: str | Path, settings: Settings | None = None) -> Report:

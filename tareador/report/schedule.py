@@ -7,6 +7,8 @@ draws its schedules (the start and core of every fragment), it does not schedule
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tareador.analyses.speedup import Study, parallelism_profile
@@ -95,18 +97,18 @@ def timeline_section(section: Section, dag: Dag, study: Study, types: list[str],
 
 def curves_section(section: Section, dag: Dag, study: Study) -> None:
     """Speedup and efficiency against cores; the profile of running and ready fragments per core count."""
-    rows = study.rows()
-    finite = [r for r in rows if r["efficiency"] is not None]
-    unbounded = next((r["speedup"] for r in rows if r["efficiency"] is None), None)
+    rows = list(study.table())
+    finite = [r for r in rows if r["cores"] != math.inf]
+    unbounded = next((r["speedup"] for r in rows if r["cores"] == math.inf), None)
     if finite:  # curves need core counts; the unbounded machine alone is its row of the table
         section.figure("scaling", figures.scaling_curves(
             [r["cores"] for r in finite], [r["speedup"] for r in finite], [r["efficiency"] for r in finite], "cores",
             unbounded, f"unbounded cores: {unbounded:.2f}" if unbounded else ""))
     section.html(table(["cores", "time", "speedup", "efficiency", "busy fraction per core"], [
-        [r["cores"], format_seconds(r["time"]), f"{r['speedup']:.2f}",
-         "" if r["efficiency"] is None else f"{r['efficiency']:.3f}",
-         f"{min(r['utilisation']):.2f} .. {max(r['utilisation']):.2f}" if r.get("utilisation")
-         else f"{r['cores_used']} cores busy at most"] for r in rows], numeric_from=0))
+        [r["cores"], format_seconds(r["time"]), f"{r['speedup']:.2f}", f"{r['efficiency']:.3f}",
+         f"{r['busy_min']:.2f} .. {r['busy_max']:.2f}"] if r["cores"] != math.inf
+        else ["inf", format_seconds(r["time"]), f"{r['speedup']:.2f}", "", f"{r['cores_used']} cores busy at most"]
+        for r in rows], numeric_from=0))
     panels = []
     for s in study.schedules:
         scale, unit = time_unit(s.makespan / study.rate)

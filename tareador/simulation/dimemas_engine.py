@@ -106,6 +106,9 @@ class ReplayResult:
     def task_end(self) -> list[float]:
         return [float(ends.max()) for ends in self.thread_end_by_task]
 
+    def __repr__(self) -> str:
+        return f"<ReplayResult makespan {self.makespan:.9g} s, {len(self.threads)} tasks, {len(self.thread_end)} threads>"
+
 
 @dataclass
 class _Plan:

@@ -34,6 +34,12 @@ from tareador.taskgraph.dag import Dag, DependencyCycle, bottom_levels, duration
 POLICIES = ("cp", "fifo", "bf")
 
 
+def policy_for(machine_policy: str | None, given: str | None = None) -> str:
+    """The policy a simulation runs: the one asked for, else the machine file's when the list
+    scheduler has it (cp, fifo; not Dimemas' rr), else cp."""
+    return given or (machine_policy if machine_policy in POLICIES else "cp")
+
+
 
 @dataclass
 class Schedule:
@@ -58,6 +64,9 @@ class Schedule:
     @property
     def label(self) -> str:
         return "inf" if self.cores is None else str(self.cores)
+
+    def __repr__(self) -> str:
+        return f"<Schedule {len(self.start)} fragments on {self.label} cores ({self.policy}): makespan {self.makespan}>"
 
 
 def simulate(dag: Dag, cores: int | None, policy: str = "cp", overhead: int = 0, progress=None,

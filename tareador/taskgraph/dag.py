@@ -62,6 +62,9 @@ class Dag:
         """int64: the fragment that created each task instance's first fragment, -1 for the others."""
         return np.where(self.starts_instance & ~self.is_main, self.parent, -1)
 
+    def __repr__(self) -> str:
+        return f"<Dag {self.n} fragments, {len(self.src)} schedule edges, {len(self.dep_src)} dependencies>"
+
 
 class DependencyCycle(ValueError):
     """Precedence with a cycle: no run can follow it. Not a trace tareador writes; the loader

@@ -225,3 +225,9 @@ class TaskTrace:
     @property
     def parallelism(self) -> float:
         return self.t1 / self.tinf if self.tinf else 1.0
+
+    def __repr__(self) -> str:
+        """One line, however many fragments (the dataclass' would print every row)."""
+        where = f" {self.path}" if self.path else ""
+        return (f"<TaskTrace{where}: {self.instances} task instances of {len(self.task_types)} types, "
+                f"{len(self.fragments)} fragments, {len(self.deps)} dependencies, {len(self.objects)} objects>")
