@@ -38,7 +38,8 @@ class Policies:
         return given or (machine_policy if machine_policy in self.names else self.default)
 
 
-LIST_SCHEDULER = Policies("the list scheduler (simulate, whatif, explore and report of one trace)", ("cp", "fifo", "bf"))
+LIST_SCHEDULER = Policies("the list scheduler (simulate, whatif, explore and report of one trace)",
+                          ("cp", "fifo", "bf"))
 DIMEMAS = Policies("the Dimemas model (simulate and report of an MPI run, replay)", ("fifo", "cp", "rr"), ("rr",))
 SIMULATORS = (LIST_SCHEDULER, DIMEMAS)
 # Every --policy value, for the command line's choices: each simulator refuses the others.
