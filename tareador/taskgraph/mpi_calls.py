@@ -1,5 +1,5 @@
 """Every MPI function tareador knows by name, in one table (FUNCTIONS), and what it makes of the
-MPI calls it does not model (README, MPI runs: calls not modelled).
+MPI calls it does not model (docs/guide/mpi.md: calls not modelled).
 
 A row says what the function is to the run's messages (a send, a receive, a completion, a
 collective, ...), how it sends or receives (blocking, immediate, persistent), and how each output
