@@ -6,7 +6,7 @@ collective, ...), how it sends or receives (blocking, immediate, persistent), an
 names it: Extrae's Paraver event (type, value) while a rank is in it, Dimemas' global operation
 id (record 10) a collective is written as, the point-to-point algorithm synthesis/collectives.py
 spells a collective out as, and whether the agent's mpi.c models it (peer, buffers, bytes) or
-only records its name. The sets the rest of tareador tests calls against (model.py's
+only records its name. The sets the rest of tareador checks a call against (model.py's
 IMMEDIATE_SENDS, matching.py's COLLECTIVES, ...) are views of this table, and a test checks that
 mpi.c models exactly the functions the table says it does.
 
