@@ -113,7 +113,8 @@ def caller_variables(module: str, site_offset: int) -> tuple[tuple[str, str], ..
 
 
 def _source_line(module: str, offset: int) -> tuple[Path, int] | None:
-    where = (source_lines(module, [offset]) or [None])[0]
+    found = source_lines(module, [offset])
+    where = found[0] if found else None
     return (Path(where.file), where.line) if where and where.line and Path(where.file).is_file() else None
 
 

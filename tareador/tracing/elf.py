@@ -181,7 +181,8 @@ def debug_entries(path: str) -> dict[int, dict]:
                          errors="replace").stdout
     entries: dict[int, dict] = {}
     stack: list[int] = []
-    current, version = None, 0
+    current: dict | None = None
+    version = 0
     for line in out.splitlines():
         v = _VERSION.match(line)
         if v:
