@@ -3,7 +3,8 @@
 The agent writes its tables as raw C structs, little-endian, one file per table, into a private
 directory the driver gives it (tracer_agents/tables.c); shadow.c appends the rows of the growing
 tables while the program runs, as soon as they are final, so that nothing in the traced process
-or in any message grows with the number of task instances. Layouts (numpy dtypes below):
+or in any message grows with the number of task instances. Layouts (numpy dtypes below, each
+field checked against the C struct by tests/test_agent_layouts.py):
 
 - ``tasks.bin`` (TASK_ROW, shadow.c's TaskRow): one row per fragment, in id order (row k is
   fragment k). name: index into the result message's ``names``; parent: the creating fragment,
