@@ -8,15 +8,10 @@ argument positions and object names.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
-_ENTRY = re.compile(r"^\s*<(\d+)><([0-9a-f]+)>: Abbrev Number: \d+ \((DW_TAG_\w+)\)")
-_ATTRIBUTE = re.compile(r"^\s*<[0-9a-f]+>\s+(DW_AT_\w+)\s*: (.*)$")
-_VERSION = re.compile(r"^\s*Version:\s*(\d+)")  # a compilation unit's header
+from tareador.tracing.elf import debug_entries, image_base, source_lines
 
 
 @dataclass(frozen=True)
@@ -33,42 +28,6 @@ class Signature:
     arguments: tuple[str, ...]  # the call's argument expressions in the source; empty if unreadable
     # the variables of the function making the call (DWARF): name -> POINTER, POINTERS or OTHER
     caller_variables: tuple[tuple[str, str], ...] = ()
-
-
-def _value(text: str) -> str:
-    """readelf prints strings from .debug_str as '(indirect string, offset: 0x..): name'."""
-    return text.rsplit("): ", 1)[1].strip() if text.startswith("(") and "): " in text else text.strip()
-
-
-@lru_cache(maxsize=8)
-def _dwarf(module: str) -> dict[int, dict]:
-    """Every DWARF entry of module by offset: tag, attributes, children offsets, and the DWARF
-    version of its compilation unit."""
-    if not shutil.which("readelf"):
-        return {}
-    out = subprocess.run(["readelf", "--debug-dump=info", module], capture_output=True, text=True).stdout
-    entries: dict[int, dict] = {}
-    stack: list[int] = []
-    current, version = None, 0
-    for line in out.splitlines():
-        v = _VERSION.match(line)
-        if v:
-            version = int(v.group(1))
-            continue
-        m = _ENTRY.match(line)
-        if m:
-            depth, offset = int(m.group(1)), int(m.group(2), 16)
-            current = {"tag": m.group(3), "attrs": {}, "children": [], "version": version}
-            entries[offset] = current
-            del stack[depth:]
-            if stack:
-                entries[stack[-1]]["children"].append(offset)
-            stack.append(offset)
-            continue
-        a = _ATTRIBUTE.match(line)
-        if a and current is not None:
-            current["attrs"][a.group(1)] = _value(a.group(2))
-    return entries
 
 
 def _reference(text: str | None) -> int | None:
@@ -100,8 +59,10 @@ def _parameter(entries: dict[int, dict], attrs: dict, n: int) -> Parameter:
 
 
 def parameters(module: str, function_offset: int) -> tuple[Parameter, ...]:
-    """The formal parameters of the function starting at function_offset (its DW_AT_low_pc)."""
-    entries = _dwarf(module)
+    """The formal parameters of the function starting at function_offset from the module's start
+    (its DW_AT_low_pc, a link address, is that plus the image base)."""
+    entries = debug_entries(module)
+    function_offset += image_base(module)
     for entry in entries.values():
         low = entry["attrs"].get("DW_AT_low_pc")
         if entry["tag"] == "DW_TAG_subprogram" and low and int(low, 16) == function_offset:
@@ -134,8 +95,9 @@ def caller_variables(module: str, site_offset: int) -> tuple[tuple[str, str], ..
     """The parameters and local variables of the function whose code holds the call site, those
     of the functions inlined into it included, each with what its value is: whether a task that
     is passed `x` reaches x's own storage (an array) or what x points at (a pointer). A name
-    declared with different kinds is left out (unknown)."""
-    entries = _dwarf(module)
+    declared with different kinds is left out (unknown). ``site_offset`` from the module's start."""
+    entries = debug_entries(module)
+    site_offset += image_base(module)
     caller = next((e for e in entries.values() if e["tag"] == "DW_TAG_subprogram" and _contains(e, site_offset)), None)
     kinds: dict[str, set[str]] = {}
     pending = list(caller["children"]) if caller else []
@@ -151,12 +113,9 @@ def caller_variables(module: str, site_offset: int) -> tuple[tuple[str, str], ..
 
 
 def _source_line(module: str, offset: int) -> tuple[Path, int] | None:
-    if not shutil.which("addr2line"):
-        return None
-    out = subprocess.run(["addr2line", "-e", module, hex(offset)], capture_output=True, text=True).stdout
-    file, _, line = out.strip().partition(":")
-    line = line.split(" ")[0]
-    return (Path(file), int(line)) if file != "??" and line.isdigit() and Path(file).is_file() else None
+    found = source_lines(module, [offset])
+    where = found[0] if found else None
+    return (Path(where.file), where.line) if where and where.line and Path(where.file).is_file() else None
 
 
 def _split_arguments(text: str, function: str) -> tuple[str, ...]:
@@ -182,7 +141,7 @@ def _split_arguments(text: str, function: str) -> tuple[str, ...]:
 
 def call_arguments(module: str, site_offset: int, function: str) -> tuple[str, ...]:
     """The argument expressions of the call of function written at the call site's line (and
-    the lines after it, for a call spread over several)."""
+    the lines after it, for a call spread over several); ``site_offset`` from the module's start."""
     where = _source_line(module, site_offset)
     if where is None:
         return ()
@@ -190,22 +149,8 @@ def call_arguments(module: str, site_offset: int, function: str) -> tuple[str, .
     return _split_arguments(" ".join(lines[where[1] - 1:where[1] + 4]), function)
 
 
-@lru_cache(maxsize=8)
-def _image_base(module: str) -> int:
-    """Where a non-PIE executable (ELF type EXEC) is linked: its DWARF and line addresses are the
-    offsets from the module's start plus this; 0 for PIE executables and libraries."""
-    if not shutil.which("readelf"):
-        return 0
-    out = subprocess.run(["readelf", "-lW", module], capture_output=True, text=True).stdout
-    if "file type is EXEC" not in out:
-        return 0
-    return min((int(f[2], 16) for f in (line.split() for line in out.splitlines()) if f and f[0] == "LOAD"),
-               default=0)
-
-
 def signature(module: str, function: str, function_offset: int, site_offset: int) -> Signature:
     if not module or not Path(module).is_file():
         return Signature(function, (), ())
-    base = _image_base(module)
-    return Signature(function, parameters(module, base + function_offset),
-                     call_arguments(module, base + site_offset, function), caller_variables(module, base + site_offset))
+    return Signature(function, parameters(module, function_offset), call_arguments(module, site_offset, function),
+                     caller_variables(module, site_offset))
