@@ -218,7 +218,8 @@ def test_cli_dir_refuses_what_is_not_an_option(compile_c, tmp_path):
     assert bad.returncode == 2 and bad.stderr == f"tareador: explore DIR takes options only, not '{exe}': a program " \
                                                  "to record goes alone after --, e.g. tareador explore -- ./prog " \
                                                  "args\n", bad.stderr
-    for args in [("--candidates", "fa", tmp_path / "three.explore"), (tmp_path / "three.explore", "--candidates", "fa")]:
+    for args in [("--candidates", "fa", tmp_path / "three.explore"),
+                 (tmp_path / "three.explore", "--candidates", "fa")]:
         bad = cli(*args)
         assert bad.returncode == 2 and bad.stderr.startswith("tareador: --candidates chooses the functions a "
                                                              "recording makes tasks") and bad.stderr.count("\n") == 1

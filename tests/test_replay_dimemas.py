@@ -180,5 +180,6 @@ def test_machine_files(tmp_path):
             parse_toml(bad, "m.toml")
     with pytest.raises(MachineError, match=r"m.cfg:2: not a Dimemas configuration record"):
         parse_cfg("#DIMEMAS_CONFIGURATION\nnonsense\n", "m.cfg")
-    with pytest.raises(MachineError, match="3 ranks at 1 per node need 3 nodes but the machine has 2; .*--ranks-per-node 2"):
+    with pytest.raises(MachineError,
+                       match="3 ranks at 1 per node need 3 nodes but the machine has 2; .*--ranks-per-node 2"):
         Machine(nodes=2).node_of_tasks(3)

@@ -59,7 +59,8 @@ def test_members_wait_in_group_communication_in_paraver(tmp_path):
     assert sorted(zip(states["thread"][during].tolist(), states["cpu"][during].tolist(),
                       states["begin"][during].tolist(), states["end"][during].tolist(),
                       states["state"][during].tolist())) == sorted([
-        (0, 1, 1_000_000_000, 1_000_020_000, STARTUP_LATENCY), (0, 0, 1_000_020_000, 1_020_020_000, GROUP_COMMUNICATION),
+        (0, 1, 1_000_000_000, 1_000_020_000, STARTUP_LATENCY),
+        (0, 0, 1_000_020_000, 1_020_020_000, GROUP_COMMUNICATION),
         (0, 1, 1_020_020_000, 1_270_020_000, RUNNING),
         (1, 0, 500_000_000, 1_000_000_000, GROUP_COMMUNICATION), (1, 2, 1_000_000_000, 1_000_020_000, STARTUP_LATENCY),
         (1, 0, 1_000_020_000, 1_020_020_000, GROUP_COMMUNICATION), (1, 2, 1_020_020_000, 1_270_020_000, RUNNING)])

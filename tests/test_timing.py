@@ -18,10 +18,25 @@ from tareador.cli import main as cli
 from tareador.taskgraph.durations import MeasuredClock, measured_calls, measured_trace
 from tareador.taskgraph.model import Fragment, MpiCall, TaskTrace
 from tareador.tracing.run import trace
+from tareador.tracing.timing import (
+    CALIBRATION,
+    END,
+    EVENT,
+    FINISH,
+    FUNCTION_ENTER,
+    FUNCTION_LEAVE,
+    MPI_ENTER,
+    MPI_LEAVE,
+    NO_NAME,
+    OFF,
+    ON,
+    START,
+    TimingError,
+    TimingRecord,
+    fragments,
+    interval_costs,
+)
 from tests.helpers import EXAMPLES, write_c
-from tareador.tracing.timing import (CALIBRATION, EVENT, FINISH, FUNCTION_ENTER, FUNCTION_LEAVE, MPI_ENTER, MPI_LEAVE,
-                                     NO_NAME, OFF, ON, START, END, TimingError, TimingRecord, fragments,
-                                     interval_costs)
 
 NAP_MS = 30
 

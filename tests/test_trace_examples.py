@@ -100,6 +100,7 @@ def test_static_library_gives_the_same_dag(compile_c, tmp_path):
     static = compile_c(EXAMPLES / "cholesky" / "cholesky.c", static=True)
     a = trace([str(dynamic), "3", "4"], tmp_path / "a", progress=False)
     b = trace([str(static), "3", "4"], tmp_path / "b", progress=False)
-    raw = [{(d.src, d.dst, d.bytes) for d in t.deps if d.kind == "RAW" and d.object.startswith("heap:")} for t in (a, b)]
+    raw = [{(d.src, d.dst, d.bytes) for d in t.deps if d.kind == "RAW" and d.object.startswith("heap:")}
+           for t in (a, b)]
     assert raw[0] == raw[1] and len(raw[0]) == len(analytic_cholesky(3)[1])
     assert [x.name for x in a.fragments] == [x.name for x in b.fragments]
