@@ -118,8 +118,9 @@ def run(args) -> int:
     machine, _, policy = machine_options(args)
     cores = _cores(args, machine)
     if argv is not None and args.durations == "measured":
-        raise UserError("--durations measured needs the recording timed first: record it (tareador explore -- ./prog "
-                        "args), time it (tareador time DIR), then search it (tareador explore DIR --durations measured)")
+        raise UserError("--durations measured needs the recording timed first: record it (tareador explore -- "
+                        "./prog args), time it (tareador time DIR), then search it "
+                        "(tareador explore DIR --durations measured)")
     if argv is not None:
         directory = out = _record(args, argv)
     else:
@@ -154,12 +155,13 @@ def run(args) -> int:
 def format_exploration(result, program: str | None, libraries: dict[str, str] | None = None) -> str:
     """The steps as a table and the best; program: the command line of a recording, None for
     another trace; libraries: the candidates that are functions of shared libraries, and theirs."""
-    libraries = _library_note(libraries or {}, set(result.candidates))
+    library_note = _library_note(libraries or {}, set(result.candidates))
 
     breaks = [f"{s.broken} ({s.cost_of(s.broken).dominant})" if s.broken else "-" for s in result.steps]
     width = max([28, *map(len, breaks)])
-    lines = [f"{len(result.candidates)} candidate task types called in the analysed region{libraries}; "
-             f"target {machine_name(result.cores)}, policy {result.policy}, weights (length, dependencies, concurrency) = "
+    lines = [f"{len(result.candidates)} candidate task types called in the analysed region{library_note}; "
+             f"target {machine_name(result.cores)}, policy {result.policy}, "
+             "weights (length, dependencies, concurrency) = "
              f"{', '.join(f'{w:g}' for w in result.weights)}",
              f"{'step':>4} {'types':>5} {'instances':>9} {'T1':>10} {'T-inf':>10} {'parallelism':>11} "
              f"{'speedup':>7}  {'breaks (dominant cost)':<{width}} decomposition"]

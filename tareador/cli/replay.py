@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import overload
 
 from tareador.analyses.network_sweep import sweep
 from tareador.cli.mapping import add_ranks_per_node, with_ranks_per_node
@@ -64,6 +65,10 @@ def run(args) -> int:
     return 0
 
 
+@overload
+def value_list(text: str, option: str) -> list[float]: ...
+@overload
+def value_list(text: None, option: str) -> None: ...
 def value_list(text: str | None, option: str) -> list[float] | None:
     """A comma list of positive numbers (a log axis shows them), parsed here so that a bad one is one line."""
 
@@ -85,9 +90,9 @@ def value_list(text: str | None, option: str) -> list[float] | None:
 def _replay(args, trace, machine, progress):
     result = replay(trace, machine, record=bool(args.prv or args.chrome), progress=progress)
     if args.prv:
-        write_paraver(result.paraver, args.prv)
+        write_paraver(result.recorded, args.prv)
     if args.chrome:
-        write_replay_chrome(args.chrome, Path(args.trace).name, result.paraver)
+        write_replay_chrome(args.chrome, Path(args.trace).name, result.recorded)
     return result
 
 

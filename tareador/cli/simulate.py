@@ -49,7 +49,8 @@ def register(subparsers) -> None:
     p.add_argument("--prv", action="store_true", help="write a Paraver trace of each simulation")
     p.add_argument("--chrome", action="store_true", help="write a Chrome/Perfetto JSON of each simulation")
     p.add_argument("--plot", action="store_true", help="write speedup.png, profile.png and gantt.png")
-    p.add_argument("--csv", action="store_true", help="write speedup.csv (cores,time,speedup,efficiency,cores_used,busy_min,busy_max) and "
+    p.add_argument("--csv", action="store_true",
+                   help="write speedup.csv (cores,time,speedup,efficiency,cores_used,busy_min,busy_max) and "
                    "profile.csv (time,running) of the widest simulated machine")
     p.add_argument("--dim", action="store_true", help="write ompss.dim and authentic.dim for 'tareador replay'")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
@@ -199,9 +200,9 @@ def _write_outputs(args, out: Path, dag, result, machine) -> dict[str, list[Path
             wrote("Paraver", *write_paraver(run, out / f"simulation-{s.label}.prv"))
         if args.chrome:
             us = 1e6 / result.rate
-            wrote("Chrome/Perfetto", write_chrome(out / f"simulation-{s.label}.json", f"{s.label} cores, {s.policy}", dag.names,
-                                        dag.ids, s.start * us, (s.finish - s.start) * us, s.core, dag.dep_src,
-                                        dag.dep_dst))
+            wrote("Chrome/Perfetto", write_chrome(out / f"simulation-{s.label}.json", f"{s.label} cores, {s.policy}",
+                                                  dag.names, dag.ids, s.start * us, (s.finish - s.start) * us, s.core,
+                                                  dag.dep_src, dag.dep_dst))
     if args.plot:
         wrote("plots", plot_speedup(result, out / "speedup.png"))
         unbounded = [s for s in result.schedules if s.cores is None]
