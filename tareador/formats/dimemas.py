@@ -154,7 +154,8 @@ def read_dim(path: str | Path) -> DimTrace:
     first_nl = data.find(b"\n")
     m = _HEADER.match(data, 0, first_nl if first_nl >= 0 else len(data))
     if not m:
-        raise DimError(f"{path}:1: not a Dimemas trace header (expected #DIMEMAS:\"name\":1,offset:tasks(threads),comms)")
+        raise DimError(f"{path}:1: not a Dimemas trace header "
+                       "(expected #DIMEMAS:\"name\":1,offset:tasks(threads),comms)")
     name = m.group(1).decode(errors="replace")
     threads = [int(x) for x in m.group(5).split(b",") if x.strip()]
     if len(threads) != int(m.group(4)) or min(threads, default=1) < 1:
@@ -171,7 +172,7 @@ def read_dim(path: str | Path) -> DimTrace:
     if body_end > body_start and data[body_end - 1:body_end] != b"\n":
         raise DimError(f"{path}: truncated: the last record before the trailer has no end of line")
     first_line = 2
-    communicators = {}
+    communicators: dict[int, tuple[int, ...]] = {}
     while data.startswith(b"d:", body_start):  # communicator definitions precede the records
         end = data.index(b"\n", body_start)
         _read_definition(data[body_start:end], len(threads), communicators, f"{path}:{first_line}")
@@ -357,7 +358,8 @@ def _group_by_thread(name: str, threads: list[int], cols: dict, first_line: int,
         order = np.argsort(g, kind="stable")
         cols = {k: v[order] for k, v in cols.items()}
         g = cols["gthread"]
-    return DimTrace(name=name, threads=threads, **cols, thread_start=np.searchsorted(g, np.arange(int(counts.sum()) + 1)),
+    return DimTrace(name=name, threads=threads, **cols,
+                    thread_start=np.searchsorted(g, np.arange(int(counts.sum()) + 1)),
                     path=str(path), first_line=first_line, file_order=order)
 
 

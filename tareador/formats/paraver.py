@@ -28,7 +28,8 @@ RUNNING, WAITING_MESSAGE, WAITING_CPU, GROUP_COMMUNICATION, STARTUP_LATENCY = 1,
 CONTEXT_SWITCH = 6  # the number Dimemas writes a context switch with (its "Test/Probe")
 STATES = {0: ("Idle", (117, 195, 255)), RUNNING: ("Running", (0, 0, 255)),
           WAITING_MESSAGE: ("Waiting a message", (255, 0, 0)), WAITING_CPU: ("Waiting a CPU", (255, 150, 0)),
-          CONTEXT_SWITCH: ("Context switch", (255, 255, 0)), GROUP_COMMUNICATION: ("Group Communication", (255, 144, 26)),
+          CONTEXT_SWITCH: ("Context switch", (255, 255, 0)),
+          GROUP_COMMUNICATION: ("Group Communication", (255, 144, 26)),
           STARTUP_LATENCY: ("Startup latency", (0, 255, 255))}
 
 
@@ -102,8 +103,8 @@ def write_paraver(run: ParaverRun, prv: str | Path) -> list[Path]:
             when = np.concatenate([p[0] for p in parts])
             kind = np.concatenate([np.full(len(p[0]), p[1]) for p in parts])
             order = np.lexsort((kind, when))
-            lines = []
-            for _w, k, cols in parts:
+            lines: list[str] = []
+            for _w, _k, cols in parts:
                 rows = np.column_stack([np.asarray(col, np.int64) for col in cols]).tolist()
                 lines.extend(":".join(map(str, r)) for r in rows)
             f.writelines(lines[i] + "\n" for i in order.tolist())
@@ -115,9 +116,9 @@ def write_paraver(run: ParaverRun, prv: str | Path) -> list[Path]:
 
 def pcf_text(run: ParaverRun) -> str:
     """The .pcf of a run; also written beside Dimemas traces, whose replays take their labels."""
-    out = ["DEFAULT_OPTIONS", "", "LEVEL               THREAD", "UNITS               NANOSEC", "LOOK_BACK           100",
-           "SPEED               1", "FLAG_ICONS          ENABLED", "NUM_OF_STATE_COLORS 1000", "YMAX_SCALE          37",
-           "", "", "STATES"]
+    out = ["DEFAULT_OPTIONS", "", "LEVEL               THREAD", "UNITS               NANOSEC",
+           "LOOK_BACK           100", "SPEED               1", "FLAG_ICONS          ENABLED",
+           "NUM_OF_STATE_COLORS 1000", "YMAX_SCALE          37", "", "", "STATES"]
     out += [f"{i:<4}{label}" for i, (label, _c) in STATES.items()]
     out += ["", "", "STATES_COLOR"]
     out += [f"{i:<4}{{{r},{g},{b}}}" for i, (_l, (r, g, b)) in STATES.items()]
@@ -148,7 +149,7 @@ def thread_labels(threads: list[int], kinds: list[str | None]) -> list[str]:
     thread runs, or None): its tasks are MPI ranks, except in the trace of one process, whose
     threads are the task instances (or the one sequential run) of that process. A thread of a
     task with several is named by its task type too."""
-    out = []
+    out: list[str] = []
     for task, n in enumerate(threads):
         for h in range(n):
             label = f"thread {h}" if len(threads) == 1 else f"rank {task}" + (f" thread {h}" if n > 1 else "")
