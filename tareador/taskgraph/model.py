@@ -199,9 +199,9 @@ class TaskTrace:
                 if not g.has_edge(d.src, d.dst):
                     g.add_edge(d.src, d.dst, deps=[], order=False)
                 g.edges[d.src, d.dst]["deps"].append(d)
-        for s, d in schedule_edges(self.dag):
-            if not g.has_edge(s, d):
-                g.add_edge(s, d, deps=[], order=True)
+        for src, dst in schedule_edges(self.dag):
+            if not g.has_edge(src, dst):
+                g.add_edge(src, dst, deps=[], order=True)
         return g
 
     @property

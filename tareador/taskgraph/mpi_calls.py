@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from tareador.taskgraph.model import MpiCall
+
 # Calls that move no data between buffers, without the MPI-4 large-count suffix (_c).
 NO_DATA = re.compile(
     r"MPI_(Wtime|Wtick|Abort|Initialized|Finalized|Query_thread|Is_thread_main|Get_(count|elements(_x)?|"
@@ -35,6 +37,6 @@ def one_sided(call: str) -> bool:
     return ONE_SIDED.fullmatch(call.removesuffix("_c")) is not None
 
 
-def first_one_sided(calls: Iterable) -> object | None:
-    """The first call (an MpiCall) of a one-sided transfer, by rank and order; None if none."""
+def first_one_sided(calls: Iterable[MpiCall]) -> MpiCall | None:
+    """The first call of a one-sided transfer, by rank and order; None if none."""
     return next((c for c in calls if one_sided(c.call)), None)

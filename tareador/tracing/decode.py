@@ -14,8 +14,16 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from tareador.taskgraph.model import (DEPENDENCY_KINDS, Access, Communicator, DataObject, Dependency, MpiCall,
-                                      TaskCall, Fragment)
+from tareador.taskgraph.model import (
+    DEPENDENCY_KINDS,
+    Access,
+    Communicator,
+    DataObject,
+    Dependency,
+    Fragment,
+    MpiCall,
+    TaskCall,
+)
 
 TASK_ROW = np.dtype([("name", "<u4"), ("parent", "<u4"), ("instance", "<u4"), ("pad", "<u4"), ("start", "<u8"),
                      ("end", "<u8"), ("instructions", "<u8")])
@@ -39,8 +47,9 @@ NOT_COMPLETED = 0xFFFFFFFFFFFFFFFF
 
 def _unpack(meta: dict, data: bytes) -> list[np.ndarray]:
     counts = meta["counts"]
-    layout = [(TASK_ROW, counts["tasks"]), (OBJECT_ROW, counts["objects"]), (EDGE_ROW, counts["edges"]),
-              (ACCESS_ROW, counts["accesses"]), (CALL_ROW, counts["calls"])]
+    layout: list[tuple[np.dtype, int]] = [
+        (TASK_ROW, counts["tasks"]), (OBJECT_ROW, counts["objects"]), (EDGE_ROW, counts["edges"]),
+        (ACCESS_ROW, counts["accesses"]), (CALL_ROW, counts["calls"])]
     if meta.get("mpi"):
         mpi = meta["mpi"]["counts"]
         layout += [(MPI_CALL_ROW, mpi["calls"]), (COMPLETION_ROW, mpi["completions"]), (COMM_ROW, mpi["comms"]),

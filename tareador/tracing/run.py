@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 from tareador.errors import AnnotationError, FunctionError, TracingError
@@ -248,7 +249,7 @@ def _task_warnings(has_on: bool, functions: list[TaskFunction], tasks, calls, ex
 
 
 def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: bool = False,
-          task_functions: list[str] = (), explore: bool = False) -> TaskTrace:
+          task_functions: Sequence[str] = (), explore: bool = False) -> TaskTrace:
     """Trace ``argv`` and write ``out_dir`` (with mpi, one rank of a launch: ``out_dir/rank-N``);
     every call of a function named in task_functions is a task instance, as if
     tareador_start_task/end_task surrounded it. Raises AnnotationError after writing if the
@@ -265,7 +266,7 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
         raise TracingError(str(e)) from None
     status = StatusRow.on_stderr() if progress else None
     try:
-        own = {f.own_library for f in functions} - {None}
+        own = {lib for f in functions if (lib := f.own_library) is not None}
         result = run_agent(argv, progress=status, patterns=mpi, task_functions=tuple(functions), explore=explore,
                            own_libraries=tuple(sorted(own)), abort_waits=mpi and mpi_launch.supervised())
     finally:

@@ -59,7 +59,8 @@ def installed_annotation_library() -> Path:
 def analysis_library() -> Path:
     sources = [agents_dir() / name for name in ("shadow.c", "endings.c", "patterns.c")]
     return build("libtareador_shadow.so", sources,
-                 lambda out, tmp: [[compiler(), "-O2", "-fPIC", "-shared", "-Wall", *map(str, sources), "-o", str(out)]])
+                 lambda out, tmp: [[compiler(), "-O2", "-fPIC", "-shared", "-Wall", *map(str, sources),
+                                    "-o", str(out)]])
 
 
 @dataclass(frozen=True)
