@@ -25,6 +25,7 @@ from pathlib import Path
 from tareador.errors import UserError
 from tareador.files import output_file
 
+
 def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
