@@ -1,13 +1,13 @@
-# The two commands of README.md: `make demo` and `make test`. Both install what is missing first.
+# The two commands README.md starts with: `make demo` and `make test`. Both install what is missing first.
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # chromium and its driver: the report's browser tests (Debian's builds; nothing downloads a browser).
 DEBIAN_PACKAGES := gcc make binutils graphviz valgrind chromium chromium-driver
-# MPICH and Open MPI, the two ABIs users' clusters have; both coexist (see README, MPI). Their
+# MPICH and Open MPI, the two ABIs users' clusters have; both coexist (see docs/guide/mpi.md). Their
 # recommends (ssh clients, Fortran, ...) are not needed to run ranks on this machine.
 MPI_PACKAGES := mpich libmpich-dev openmpi-bin libopenmpi-dev
 # The reference BLAS (with CBLAS), LAPACK and LAPACKE: programs whose tasks are library functions
-# (README, Taskify without recompiling). Single-threaded, so all their work runs on the traced thread.
+# (docs/guide/tracing.md, library functions as tasks). Single-threaded, so all their work runs on the traced thread.
 LINALG_PACKAGES := libblas-dev liblapack-dev liblapacke-dev
 PIP := $(PYTHON) -m pip install -q --disable-pip-version-check
 DEMO := out/cholesky.tareador
@@ -20,7 +20,7 @@ apt_install = missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missi
 
 .PHONY: deps demo test docs examples benchmark clean
 
-# mpi4py's binary wheel runs with Debian's Open MPI (not with Debian's MPICH: README, MPI). It is
+# mpi4py's binary wheel runs with Debian's Open MPI (not with Debian's MPICH: docs/guide/mpi.md). It is
 # optional (its tests skip without it): no wheel for this Python is a note, not a 4-minute build.
 deps:
 	@$(call apt_install,$(DEBIAN_PACKAGES),)

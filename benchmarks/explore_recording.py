@@ -9,7 +9,7 @@ is traced twice: plainly (no task, main is one fragment) and as explore records 
 task: 2C + 1 fragments). The difference is the recording's cost: per call, the callout at the
 entry, the return stub, two fragments and their dependency counts. Then the search itself
 (tareador explore on the recorded directory: one merge and one simulation per step) is timed.
-Every run is the fastest of R. Prints Markdown tables for README.md.
+Every run is the fastest of R. Prints Markdown tables for docs/costs.md.
 """
 
 from __future__ import annotations

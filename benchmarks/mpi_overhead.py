@@ -25,7 +25,7 @@ the messages. Three tables:
    wall time, for each MPI.
 
 Every run is repeated R times and the fastest kept (the machine is shared). Prints Markdown
-tables for README.md.
+tables for docs/costs.md.
 """
 
 from __future__ import annotations

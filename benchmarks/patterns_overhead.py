@@ -7,7 +7,7 @@ traced twice: as a sequential program (patterns off: the default hot path) and w
 turns the patterns on (the transform's time record per block, the write-time and watch shadows of
 tracer_agents/patterns.c); the kernel makes no MPI call, so the difference is the patterns' cost
 on every access. A one-pass run of each separates the fixed start-up from the cost per access.
-Every run is repeated R times and the fastest kept. Prints a Markdown table for README.md.
+Every run is repeated R times and the fastest kept. Prints a Markdown table for docs/costs.md.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ trace), with the same kernels on the same problem, both built -O2 -fno-inline. F
   spinning thread takes a core from the neighbours and from its own team); the fastest run of
   each counts (slower runs measure the neighbours). It prints the wall time of its task region.
 
-Prints a Markdown table for README.md with the load average before and after each example:
+Prints a Markdown table for docs/reference/validation.md with the load average before and after each example:
 the measured speedup is only as good as the machine is quiet.
 """
 

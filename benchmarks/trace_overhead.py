@@ -12,7 +12,7 @@ Usage: python benchmarks/trace_overhead.py [--only whole|sweep|sparse] [--n N] [
    shadow memory included.
 
 Every run is repeated R times and the fastest kept, as timeit does: on a shared 2-core machine
-the other runs measure the neighbours. Prints Markdown tables for README.md.
+the other runs measure the neighbours. Prints Markdown tables for docs/costs.md.
 """
 
 from __future__ import annotations

@@ -7,11 +7,12 @@ authentic and artificial traces of a run) -> ``simulation`` (the list scheduler 
 engine on a machine) -> ``analyses`` (speedups, profiles, what-ifs) -> ``render`` (graphs and
 plots) -> ``report`` (one HTML page of it all), with ``cli`` on top; ``errors`` holds what every
 stage may raise. Imports go one way too, ``taskgraph`` (the model every stage shares) below
-``tracing``: README, How it works. This module is the API of a notebook: ``tareador.load(dir)``,
-``tareador.hints(dir)``, ``tareador.report(dir)``, ``tareador.simulate(trace)``,
-``tareador.whatif(trace)``, ``tareador.explore(recording)``, ``tareador.replay(dim)``; every result
-has ``table()`` and ``to_pandas()``. A trace is a directory or what ``load`` returned; a machine is
-a Machine, a file, or a bundled machine's name ("laptop", "cluster"), default the built-in one.
+``tracing``: docs/reference/architecture.md. This module is the API of a notebook:
+``tareador.load(dir)``, ``tareador.hints(dir)``, ``tareador.report(dir)``,
+``tareador.simulate(trace)``, ``tareador.whatif(trace)``, ``tareador.explore(recording)``,
+``tareador.replay(dim)``; every result has ``table()`` and ``to_pandas()``. A trace is a directory
+or what ``load`` returned; a machine is a Machine, a file, or a bundled machine's name ("laptop",
+"cluster"), default the built-in one.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE")  # Open MPI's mpiexec; MPI
 # and unpickling a rank's tables costs the parent about as much as reading them (0.55 s against
 # 0.65 s for a rank of 1.6 MB), so only the rest (its critical path, its MPI/OmpSs threads) runs
 # in parallel, against the pool's start (each worker imports tareador and numpy). Measured on 4
-# ranks of the Jacobi (README, post-processing in parallel): 0.5 MB of rank files 2.7-5.3 s serial, 5.1-7.6 s
+# ranks of the Jacobi (docs/costs.md, post-processing in parallel): 0.5 MB of rank files 2.7-5.3 s serial, 5.1-7.6 s
 # with 2 workers; 1.7 MB 9.7-10.3 s against 10.3 s; 6.7 MB 7.5-8.7 s against 13.9 s.
 POOL_MIN_BYTES = 64 << 20
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tareador.analyses.postprocess import postprocess
 from tareador.cli.main import main
-from tareador.cli.postprocess import postprocess
 from tareador.formats.dimemas import DEPENDENCY_COMM, read_dim, write_dim
 from tareador.taskgraph.model import Communicator, DataObject, Dependency, Fragment, MpiCall, TaskTrace
 from tareador.taskgraph.store import save, write_table

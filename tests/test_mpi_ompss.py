@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from tareador.cli.postprocess import postprocess
+from tareador.analyses.postprocess import postprocess
 from tareador.formats.dimemas import DEPENDENCY_COMM, read_dim
 from tareador.simulation.dimemas_engine import replay
 from tareador.simulation.machine import Machine
@@ -176,7 +176,7 @@ def test_postprocess_runs_in_one_process_unless_the_ranks_files_are_large(tmp_pa
     many workers as ranks and CPUs allow."""
     import os
 
-    from tareador.cli.postprocess import run_work
+    from tareador.analyses.postprocess import run_work
     from tareador.workers import POOL_MIN_BYTES, default_jobs
 
     send_then_consume(tmp_path)

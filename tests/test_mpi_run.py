@@ -1,5 +1,5 @@
-"""MPI runs from hand-made rank directories (the files `tareador trace --mpi` writes, as the README
-describes them): matching, the run's files, validation, and authentic.dim replayed to makespans
+"""MPI runs from hand-made rank directories (the files `tareador trace --mpi` writes, as
+docs/reference/files.md describes them): matching, the run's files, validation, and authentic.dim replayed to makespans
 derived by hand, on an ideal network and with latency and bandwidth."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections import defaultdict
 import pytest
 
 import tareador
-from tareador.cli.postprocess import postprocess
+from tareador.analyses.postprocess import postprocess
 from tareador.errors import TraceDirError
 from tareador.formats.dimemas import read_dim
 from tareador.formats.paraver import pcf_value_labels

@@ -293,7 +293,7 @@ def test_a_context_switch_before_a_latency(tmp_path):
     burst (switch 500-1000, runs 1000-2000), then reaches its send and gets its CPU again to pay
     the latency: switch 2000-2500, latency 2500-3500. Replay labels these Context switch (6) then
     Startup latency (26); Dimemas 5.5.0 writes the same intervals on the same CPU as Startup
-    latency then Running (README, Timelines of MPI runs)."""
+    latency then Running (docs/reference/validation.md, Timelines)."""
     blocks = ["1:0:0:0.0\n20:0:0:9:1\n1:0:0:0.000001000\n2:0:0:1:0:1:0:2\n",
               "1:1:0:0.0\n20:1:0:9:1\n3:1:0:0:0:1:0:0\n"]
     run = replay(dim(tmp_path, [1, 1], blocks), Machine(nodes=2, inter_latency=1e-6, context_switch=5e-7),

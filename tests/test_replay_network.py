@@ -1,7 +1,7 @@
 """The network and scheduler costs of the machine model, as Dimemas 5.5.0 charges them: the
 context switch, half-duplex links, links lent between inter-node transfers, the ranks-to-nodes
 mapping; and `tareador replay --bandwidth/--latency` sweeps. Makespans derived by hand (each
-test says how); the same traces give the same makespans in the real Dimemas (README)."""
+test says how); the same traces give the same makespans in the real Dimemas (docs/reference/validation.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The package's shape, read statically from its source with ast: imports at the top of each
-module, no import cycle, the one-way pipeline of README "How it works", no function over 80
+module, no import cycle, the one-way pipeline of docs/reference/architecture.md, no function over 80
 lines."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every access an instruction makes is recorded, named or implicit (README, Dependency rules:
+"""Every access an instruction makes is recorded, named or implicit (docs/reference/models/dependencies.md:
 the instruction-class table): one task pair per class on a real binary, at -O0 and -O2, whose
 only link is memory one of them touches implicitly; and the issue's case, stack arguments
 passed with push to a task function. Byte counts are derived by hand from the instructions."""
@@ -168,7 +168,8 @@ def task_raw_edges(t) -> set[tuple[str, str, str, int]]:
             if d.kind == "RAW" and not t.fragments[d.src].is_main and not t.fragments[d.dst].is_main}
 
 
-# Per instruction class (README's table), the RAW edges between tasks it is the link of.
+# Per instruction class (the table of docs/reference/models/dependencies.md), the RAW edges between tasks it is the
+# link of.
 CLASS_EDGES = {
     "push": {("push", "push_read", "stack_area", 24)},         # push imm, pushfq, push [mem]: 3 slots
     "pop": {("write_area", "pop", "stack_area", 24)},          # pop reg, popfq, pop [mem]

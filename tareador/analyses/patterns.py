@@ -28,11 +28,20 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from tareador.errors import PatternsError
-from tareador.taskgraph.patterns import TransferPattern
+from tareador.errors import PatternsError, UserError
+from tareador.taskgraph.mpi import load_run, rank_dirs
+from tareador.taskgraph.patterns import (
+    RANK_FILE,
+    TransferPattern,
+    load_rank_patterns,
+    save_run_patterns,
+    transfer_patterns,
+)
+from tareador.taskgraph.store import is_run, write_table
 
 FIGURES = ("prod_1elem", "prod_quarter", "prod_half", "prod_whole", "cons_nothing", "cons_quarter", "cons_half")
 DEFAULT_CHUNKS = 4
@@ -124,3 +133,42 @@ def statistics(rows: Sequence[MessageFigures]) -> list[ClassStatistics]:
     for r in rows:
         classes[(r.src, r.dst)].append(r)
     return [_statistics(f"{s}->{d}", group) for (s, d), group in sorted(classes.items())] + [_statistics("all", rows)]
+
+
+def write_run_patterns(directory: str | Path, messages, chunks: int = 4, starmap=None):
+    """patterns.csv and patterns.npz of a run from its ranks' patterns.npz, each rank's read by
+    ``starmap`` (tareador.workers.rank_pool's; default: here, one after the other); returns
+    (ranks' RankPatterns, transfers, figures), or None when the run was traced without patterns."""
+    d = Path(directory)
+    dirs = rank_dirs(d)
+    if not dirs or not all((r / RANK_FILE).exists() for r in dirs.values()):
+        return None
+    items = [(r,) for r in dirs.values()]
+    loaded = dict(zip(dirs, starmap(load_rank_patterns, items) if starmap else [load_rank_patterns(*i) for i in items],
+                      strict=True))
+    ranks = [loaded.get(r) for r in range(max(dirs) + 1)]  # a rank that wrote no trace: None
+    transfers = transfer_patterns(messages, ranks)
+    rows = [figures(t, chunks) for t in transfers]
+    write_table(d / "patterns.csv", MessageFigures, rows)
+    save_run_patterns(d / "patterns.npz", transfers)
+    return ranks, transfers, rows
+
+
+def run_patterns(directory: str | Path, chunks: int, collectives_do: bool = False):
+    """(MpiRun, ranks' RankPatterns, transfers, figures) of a run directory, patterns.csv/npz
+    rewritten with ``chunks``; what cannot be used is a UserError. A run without point-to-point
+    messages is one too, unless ``collectives_do`` and it has collectives."""
+    d = Path(directory)
+    check_chunks(chunks)
+    if not is_run(d):
+        raise UserError(f"{d} is not the directory of an MPI run (no rank-N/ in it): trace the program with "
+                        "'tareador mpirun -np N -o DIR -- ./program'")
+    mpi_run = load_run(d)
+    written = write_run_patterns(d, mpi_run.messages, chunks)
+    if written is None:
+        raise UserError(f"{d} holds no patterns (traced before they were recorded): trace it again with "
+                        "'tareador mpirun'")
+    if not written[1] and not (collectives_do and mpi_run.matching.collectives):
+        raise UserError(f"{d}: the run has no point-to-point message with data" +
+                        ("" if not collectives_do else " and no collective") + ": nothing to show")
+    return mpi_run, *written

@@ -13,7 +13,7 @@ from tareador.cli.simulate import add_machine_options, machine_options
 from tareador.cli.trace import function_names
 from tareador.errors import UserError
 from tareador.render.plots import plot_explore
-from tareador.render.summary import format_seconds, human, machine_name
+from tareador.render.results import format_exploration
 from tareador.stopping import Stopped
 from tareador.taskgraph.durations import trace_in_nanoseconds
 from tareador.taskgraph.store import load_trace
@@ -152,52 +152,3 @@ def run(args) -> int:
     return 0
 
 
-def format_exploration(result, program: str | None, libraries: dict[str, str] | None = None) -> str:
-    """The steps as a table and the best; program: the command line of a recording, None for
-    another trace; libraries: the candidates that are functions of shared libraries, and theirs."""
-    library_note = _library_note(libraries or {}, set(result.candidates))
-
-    breaks = [f"{s.broken} ({s.cost_of(s.broken).dominant})" if s.broken else "-" for s in result.steps]
-    width = max([28, *map(len, breaks)])
-    lines = [f"{len(result.candidates)} candidate task types called in the analysed region{library_note}; "
-             f"target {machine_name(result.cores)}, policy {result.policy}, "
-             "weights (length, dependencies, concurrency) = "
-             f"{', '.join(f'{w:g}' for w in result.weights)}",
-             f"{'step':>4} {'types':>5} {'instances':>9} {'T1':>10} {'T-inf':>10} {'parallelism':>11} "
-             f"{'speedup':>7}  {'breaks (dominant cost)':<{width}} decomposition"]
-    for s, broken in zip(result.steps, breaks, strict=True):
-        tasks = ",".join(s.tasks) if s.tasks else "(sequential code)"
-        lines.append(f"{s.index:>4} {len(s.tasks):>5} {s.instances:>9} {human(s.t1):>10} {human(s.tinf):>10} "
-                     f"{s.parallelism:>11.2f} {s.speedup:>7.2f}  {broken:<{width}} {tasks}")
-    lines += [""] + _best_lines(result)
-    best = result.best
-    if best.tasks and program is not None:
-        lines.append(f"  tareador trace --task-function {','.join(best.tasks)} -- {program}")
-    elif best.tasks:
-        lines.append(f"  its tasks: {', '.join(best.tasks)}")
-    return "\n".join(lines)
-
-
-def _library_note(libraries: dict[str, str], called: set[str]) -> str:
-    """' (2 of them functions of libblas.so.3, liblapacke.so.3)' for the candidates called."""
-    used = {name: library for name, library in libraries.items() if name in called}
-    if not used:
-        return ""
-    return f" ({len(used)} of them functions of {', '.join(sorted(set(used.values())))})"
-
-
-def _best_lines(result) -> list[str]:
-    """The best decomposition, the types dropped from its step, and a faster step it tied with."""
-    best = result.best
-    percent = f"{100 * result.tolerance:g} %"
-    step = f"step {best.index}" + (f" without {', '.join(best.dropped)}" if best.dropped else "")
-    lines = [f"best: {step}, speedup {best.speedup:.2f} on {machine_name(result.cores)} "
-             f"({format_seconds(best.time)}), {best.instances} task instances"]
-    if best.dropped:
-        lines.append(f"  ({', '.join(best.dropped)}: as tasks they change the speedup by less than {percent})")
-    fastest = max(result.steps, key=lambda s: (s.speedup, -s.index))
-    if fastest.speedup > best.speedup and not (best.dropped and fastest.index == best.index):
-        gain = 100 * (fastest.speedup / best.speedup - 1)
-        lines.append(f"  (step {fastest.index} is {gain:.2g} % faster with {fastest.instances} task instances: "
-                     f"speedups within {percent} are ties, which go to fewer instances; --tolerance)")
-    return lines

@@ -11,8 +11,8 @@ import numpy as np
 
 from tareador.analyses.models import models
 from tareador.errors import UserError
-from tareador.files import printable
-from tareador.render.plots import model_formula, plot_models
+from tareador.render.plots import plot_models
+from tareador.render.results import format_models
 from tareador.taskgraph.durations import FILE, aligned, load_durations
 from tareador.taskgraph.model import Access
 from tareador.taskgraph.store import load_trace, read_table
@@ -57,22 +57,3 @@ def run(args) -> int:
     return 0
 
 
-def format_models(result) -> str:
-    lines = ["duration = a * n^b + c, n = bytes an instance accesses; error: root mean square of the relative "
-             "residuals; outliers: far from their type's model (Tukey's fences, and over 10 % off)"]
-    program = result.instructions_per_ns.get("")
-    for m in result.types:
-        if m.unit == "instructions":
-            lines += ["", f"{printable(m.name)}: {len(m.instances)} instance(s), {int(m.bytes.min())} .. "
-                          f"{int(m.bytes.max())} bytes"]
-        far = ", ".join(f"#{int(m.instances[k])} ({m.ratio(k):.2f}x, {int(m.bytes[k])} bytes)" for k in m.outliers[:5])
-        more = f" and {len(m.outliers) - 5} more" if len(m.outliers) > 5 else ""
-        lines.append(f"  {m.unit:<13} {model_formula(m):<40} error {100 * m.fit.error:5.1f} %   outliers: "
-                     f"{len(m.outliers)}{': ' + far + more if far else ''}")
-        if m.unit == "ns" and m.name in result.instructions_per_ns and program:
-            ratio = result.instructions_per_ns[m.name]
-            lines.append(f"  instructions per ns: {ratio:.3g} ({ratio / program:.2f}x the program's {program:.3g})")
-    if not program:
-        lines += ["", "instructions only: run 'tareador time DIR' for measured durations and the instructions : ns "
-                      "ratio per type"]
-    return "\n".join(lines)

@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from tareador.cli.postprocess import add_collectives_option, postprocess
+from tareador.analyses.postprocess import postprocess
+from tareador.cli.postprocess import add_collectives_option
 from tareador.cli.trace import program_and_output
 from tareador.errors import UserError
 from tareador.render.summary import format_run_summary

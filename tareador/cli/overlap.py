@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 
 from tareador.analyses.overlap import TRACES, overlap_sweep
+from tareador.analyses.patterns import run_patterns
 from tareador.cli.options import load_machine_arg
-from tareador.cli.patterns import add_chunks_option, run_patterns
+from tareador.cli.patterns import add_chunks_option
 from tareador.cli.replay import value_list
 from tareador.formats.dimemas import read_dim
 from tareador.render.plots import plot_overlap

@@ -20,8 +20,7 @@ from tareador.errors import UserError
 from tareador.formats.chrome import write_chrome
 from tareador.formats.paraver import nanoseconds, schedule_run, write_paraver
 from tareador.render.plots import GANTT_CORES, GANTT_LIMIT, plot_gantt, plot_profile, plot_speedup
-from tareador.render.summary import LABEL
-from tareador.render.summary import format_seconds as seconds
+from tareador.render.results import format_study
 from tareador.simulation.list_scheduler import policy_for
 from tareador.simulation.machine import CREATION_MODELS, MAX_COUNT, in_nanoseconds
 from tareador.synthesis.ompss import write_dim_traces
@@ -161,28 +160,6 @@ def run(args) -> int:
 def unit_of(durations: str) -> str:
     """What the simulation counts: instructions, or the measured nanoseconds."""
     return "ns" if durations == "measured" else "instructions"
-
-
-def runtime_line(policy: str, creation: str, start: int, create: int, unit: str, rate: float) -> str:
-    """The scheduling and the runtime's costs a result was simulated with, in one line."""
-    durations = "measured durations (ns)" if unit == "ns" else f"{rate:.4g} instructions per second"
-    return (f"policy {policy}, {creation} creation, per task {start} {unit} to start and {create} {unit} to "
-            f"create; {durations}")
-
-
-def format_study(result, policy: str) -> str:
-    lines = [f"{'T1 (sequential)':<{LABEL}}{seconds(result.t1)}",
-             f"{'T-inf (crit.path)':<{LABEL}}{seconds(result.tinf)}",
-             f"{'parallelism':<{LABEL}}{result.parallelism:.2f}",
-             runtime_line(policy, result.creation, result.overhead, result.creation_cost, result.unit, result.rate),
-             f"{'cores':>6} {'time':>12} {'speedup':>8} {'efficiency':>10}  utilisation per core"]
-    for row in result.table():
-        bounded = row["cores"] != math.inf
-        eff = f"{row['efficiency']:.3f}" if bounded else ""
-        util = f"{row['busy_min']:.2f}..{row['busy_max']:.2f}" if bounded else f"{row['cores_used']} cores busy at most"
-        cores = row["cores"] if bounded else "inf"
-        lines.append(f"{cores:>6} {seconds(row['time']):>12} {row['speedup']:>8.2f} {eff:>10}  {util}")
-    return "\n".join(lines)
 
 
 def _write_outputs(args, out: Path, dag, result, machine) -> dict[str, list[Path]]:

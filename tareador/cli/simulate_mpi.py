@@ -4,7 +4,6 @@ per rank, the run's ompss.dim replayed on the machine's network (analyses/mpi_sp
 from __future__ import annotations
 
 import json
-import math
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -16,8 +15,7 @@ from tareador.errors import UserError
 from tareador.formats.dimemas import read_dim
 from tareador.formats.paraver import write_paraver
 from tareador.render.plots import plot_mpi_speedup
-from tareador.render.summary import LABEL
-from tareador.render.summary import format_seconds as seconds
+from tareador.render.results import format_mpi_study
 from tareador.taskgraph.mpi import load_run
 
 
@@ -86,17 +84,5 @@ def default_cores_per_rank(machine, given: str | None) -> list[int | None]:
 
     most = max(machine.cores_per_node // ranks_per_node(machine), 1)
     return sorted({1 << k for k in range(most.bit_length())} | {most}) + [None]
-
-
-def format_mpi_study(study, trace: str = "ompss.dim") -> str:
-    lines = [f"{'ranks':<{LABEL}}{study.ranks}, {study.ranks_per_node} per node",
-             f"{'authentic MPI run':<{LABEL}}{seconds(study.authentic.makespan)} (1 core per rank)",
-             f"MPI/OmpSs ({trace}) on the machine's network, policy {study.policy}",
-             f"{'cores/rank':>10} {'time':>12} {'speedup':>8} {'efficiency':>10}"]
-    for row in study.table():
-        eff = "" if math.isnan(row["efficiency"]) else f"{row['efficiency']:.3f}"
-        cores = "inf" if row["cores_per_rank"] == math.inf else row["cores_per_rank"]
-        lines.append(f"{cores:>10} {seconds(row['time']):>12} {row['speedup']:>8.2f} {eff:>10}")
-    return "\n".join(lines)
 
 

@@ -4,7 +4,7 @@ Each rank's program runs under the timing hooks (tracer_agents/timing.js), which
 inside MPI calls out of its fragments: a trace counts no instructions there, and a replay models
 that time itself (the network, the waits). Every rank's fragments are matched to its trace one to
 one; the medians go to rank-N/durations.csv, and the run's traces on the measured clock to
-authentic-measured.dim and ompss-measured.dim (cli/postprocess.py), which ``simulate RUN_DIR
+authentic-measured.dim and ompss-measured.dim (analyses/postprocess.py), which ``simulate RUN_DIR
 --durations measured`` replays.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tareador.cli.postprocess import write_run_traces
+from tareador.analyses.postprocess import write_run_traces
 from tareador.cli.trace import function_names
 from tareador.errors import TimingError, UserError
 from tareador.render.summary import format_timing

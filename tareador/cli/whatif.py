@@ -7,14 +7,12 @@ import json
 import math
 from pathlib import Path
 
-from tareador.analyses.whatif import label, ratio, type_names, whatif
+from tareador.analyses.whatif import label, type_names, whatif
 from tareador.cli.options import progress_bar
-from tareador.cli.simulate import add_machine_options, machine_options, runtime_line, task_graph, unit_of
+from tareador.cli.simulate import add_machine_options, machine_options, task_graph, unit_of
 from tareador.errors import UserError
-from tareador.files import printable
 from tareador.render.plots import plot_whatif
-from tareador.render.summary import LABEL, machine_name
-from tareador.render.summary import format_seconds as seconds
+from tareador.render.results import format_whatif
 
 
 def register(subparsers) -> None:
@@ -80,35 +78,5 @@ def run(args) -> int:
         if written:
             print(f"written to {out}/: {' '.join(p.name for p in written)}")
     return 0
-
-
-def format_whatif(result) -> str:
-    lines = [f"{'T1 (sequential)':<{LABEL}}{seconds(result.t1 / result.rate)}",
-             f"{'T-inf (crit.path)':<{LABEL}}{seconds(result.tinf / result.rate)}",
-             runtime_line(result.policy, result.creation, result.overhead, result.creation_cost, result.unit,
-                          result.rate),
-             "benefit: overall speedup over the unaccelerated run on the same cores; "
-             "speedup: over T1, the unaccelerated sequential run"]
-    width = max([len(printable(t.name)) for t in result.types] + [9])
-    heads = "".join(f"{'x' + _number(k) + ' benefit':>15} {'speedup':>8}" for k in result.factors)
-    for c, base in zip(result.cores, result.baseline):
-        lines += ["", f"{machine_name(c)}: {seconds(base / result.rate)} unaccelerated, "
-                      f"speedup {_number(ratio(result.t1, base), '.2f')}",
-                  f"{'task type':<{width}} {'work':>7} {'c.path':>7}{heads}"]
-        for t in result.ranking(c):
-            cells = [f"{_percent(result.benefit(t.name, k, c)):>15} "
-                     f"{_number(ratio(result.t1, result.time(t.name, k, c)), '.2f'):>8}" for k in result.factors]
-            lines.append(f"{printable(t.name):<{width}} {100 * result.work_share(t):>6.1f}% "
-                         f"{100 * result.critical_share(t):>6.1f}%{''.join(cells)}")
-    return "\n".join(lines)
-
-
-def _number(x: float, spec: str = "g") -> str:
-    return "inf" if x == math.inf else format(x, spec)
-
-
-def _percent(benefit: float) -> str:
-    """The thesis' way of saying it: 1.245 times faster is +24.5 %."""
-    return "inf" if benefit == math.inf else f"{100 * (benefit - 1):+.1f}%"
 
 

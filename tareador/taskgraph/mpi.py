@@ -4,7 +4,7 @@
 plus ``mpi.csv``, one row per MPI call, and ``comms.csv``, its communicators); ``tareador
 postprocess DIR`` matches the calls of all ranks and writes the run's own files at the top:
 ``mpi.csv`` (every rank's rows), ``messages.csv`` (one row per matched message) and
-``summary.json``. The files are the contract between those steps (README.md, MPI runs), so they
+``summary.json``. The files are the contract between those steps (docs/reference/files.md, run directory), so they
 are validated on the way in and every problem is named by file and line.
 
 Communicator numbers in mpi.csv belong to the rank that wrote it (0 = MPI_COMM_WORLD,

@@ -1,4 +1,4 @@
-"""What tareador makes of the MPI calls it does not model (README, MPI runs: calls not modelled).
+"""What tareador makes of the MPI calls it does not model (docs/guide/mpi.md: calls not modelled).
 
 The tracer records every MPI call; the ones it models carry their messages and buffers. Of the
 others, most move no data between buffers (MPI_Wtime, MPI_Type_commit, MPI_Comm_group, probes):

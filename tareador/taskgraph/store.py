@@ -1,7 +1,7 @@
 """Reading and writing the trace directory that ``tareador trace`` produces.
 
 Plain CSV and JSON so that scripts and spreadsheets can use it without tareador:
-tasks.csv, deps.csv, objects.csv, summary.json (documented in README.md).
+tasks.csv, deps.csv, objects.csv, summary.json (documented in docs/reference/files.md).
 """
 
 from __future__ import annotations

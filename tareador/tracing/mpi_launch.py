@@ -3,7 +3,7 @@
 
 `make deps` installs both Debian MPIs, MPICH and Open MPI, the two ABIs users' clusters have.
 They coexist: the unsuffixed `mpicc`/`mpiexec` are whichever the Debian alternatives chose, so
-each MPI is always called by its suffixed name (README, MPI).
+each MPI is always called by its suffixed name (docs/guide/mpi.md).
 """
 
 from __future__ import annotations
