@@ -12,6 +12,8 @@ import pytest
 from tareador.taskgraph.dag import DependencyCycle, bypass_edges, reaches, span, topological_order, transitive_reduction
 from tests.helpers import make, random_trace
 
+pytestmark = pytest.mark.fast  # no program compiled, traced or launched (make test-fast)
+
 
 def graph_of(dag) -> nx.DiGraph:
     g = nx.DiGraph()

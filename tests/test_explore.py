@@ -327,6 +327,7 @@ def test_weak_aliases_are_one_candidate_named_as_called(compile_c, tmp_path):
         trace([str(exe)], tmp_path / "both", progress=False, task_functions=["CORE_scale", "PCORE_scale"])
 
 
+@pytest.mark.fast
 def test_cli_cores_and_tolerance_options(tmp_path, capsys):
     """--cores is one count, default 4 (its help said 1,2,4,8,16,inf, simulate's); a bad
     --tolerance is one line."""

@@ -258,6 +258,7 @@ def test_integrate_asks_for_the_taskwaits_and_nothing_else(traced_example):
     assert h.unenforced == [] and h.tinf_without_renaming == h.tinf == h.tinf_pragmas
 
 
+@pytest.mark.fast
 def test_shared_only_the_creators_own_variables():
     """shared(x) where the item is x's own storage: &x, an array x, x + i, &x[i], an array of
     pointers q itself; not what a pointer variable p points at (p, p + i, &p[i]) nor an element
@@ -338,6 +339,7 @@ def test_task_without_a_call_names_objects(compile_c, tmp_path):
         for name in ("fill", "sum")]
 
 
+@pytest.mark.fast
 def test_sections_and_call_arguments(tmp_path):
     """Unit checks of the text: sizes named by --size, sections in elements or bytes, and the
     argument expressions of a call spread over two lines."""

@@ -16,6 +16,8 @@ from tareador.taskgraph.model import Dependency, Fragment, TaskTrace
 from tareador.taskgraph.store import load_dag, save
 from tests.helpers import chain_and_side, fork_join, make, program, random_trace
 
+pytestmark = pytest.mark.fast  # no program compiled, traced or launched (make test-fast)
+
 
 def precedence(trace: TaskTrace) -> set[tuple[int, int]]:
     """The schedule's constraints written out fragment by fragment, as model.py states them: the

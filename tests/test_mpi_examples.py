@@ -50,6 +50,7 @@ def test_rank_from_each_launchers_environment(tmp_path, mpi, argv):
     assert sorted(launch_rank(e) for e in environments) == [0, 1, 2, 3]
 
 
+@pytest.mark.fast
 def test_no_rank_outside_a_launcher():
     assert launch_rank({"PATH": "/usr/bin"}) is None
     assert launch_rank({"PMI_RANK": ""}) is None

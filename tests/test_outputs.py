@@ -146,6 +146,7 @@ def test_a_full_disk_names_the_file_and_leaves_no_truncated_file(chain, tmp_path
     assert list((tmp_path / "copy").iterdir()) == []
 
 
+@pytest.mark.fast
 def test_sigterm_midway_is_a_stop_like_ctrl_c(tmp_path, capsys, monkeypatch):
     """SIGTERM while a command writes a file: one line, exit 128+15, no temporary file left (its
     default action would kill Python before the cleanup ran)."""

@@ -13,6 +13,8 @@ from tareador.simulation.machine_files import BUNDLED, load_machine
 from tareador.synthesis.ompss import write_dim_traces
 from tests.helpers import THREE_THREADS, TWO_RANKS, cfg, dim, fork_join
 
+pytestmark = pytest.mark.fast  # no program compiled, traced or launched (make test-fast)
+
 NETWORK = Machine(nodes=2, inter_latency=1e-5, inter_bandwidth=100.0, in_links=1, out_links=1)
 
 

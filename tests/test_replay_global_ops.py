@@ -17,6 +17,8 @@ from tareador.simulation.dimemas_config import parse_cfg
 from tareador.simulation.dimemas_engine import replay
 from tareador.simulation.machine import Machine
 
+pytestmark = pytest.mark.fast  # no program compiled, traced or launched (make test-fast)
+
 MIB = 1 << 20
 ALLREDUCE, BCAST, GATHER, REDUCE = (GLOBAL_OPS.index(n) for n in ("MPI_Allreduce", "MPI_Bcast", "MPI_Gather",
                                                                    "MPI_Reduce"))

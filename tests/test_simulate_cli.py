@@ -10,6 +10,8 @@ from tareador.simulation.machine_files import BUNDLED
 from tareador.taskgraph.store import save
 from tests.helpers import THREE_THREADS, chain_and_side, fork_join, make, program
 
+pytestmark = pytest.mark.fast  # no program compiled, traced or launched (make test-fast)
+
 
 @pytest.fixture
 def trace_dir(tmp_path):

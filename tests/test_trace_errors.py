@@ -24,11 +24,13 @@ int main(int argc, char **argv) {
 """
 
 
+@pytest.mark.fast
 def test_missing_program(capsys, tmp_path):
     assert run_cli("-o", tmp_path / "t", "--", tmp_path / "nope") == 2
     assert "not found" in one_line_error(capsys)
 
 
+@pytest.mark.fast
 def test_not_an_executable(capsys, tmp_path):
     source = write_c(tmp_path, "x", "int main(void){return 0;}")
     assert run_cli("-o", tmp_path / "t", "--", source) == 2

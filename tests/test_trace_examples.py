@@ -33,6 +33,7 @@ def analytic_cholesky(nt: int) -> tuple[list[str], set[tuple[int, int]]]:
     return names, edges
 
 
+@pytest.mark.fast
 def test_analytic_model_by_hand():
     assert analytic_cholesky(2) == (["potrf", "trsm", "syrk", "potrf"], {(1, 2), (2, 3), (3, 4)})
 
