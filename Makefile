@@ -68,6 +68,7 @@ docs: deps
 
 benchmark: deps
 	$(PYTHON) benchmarks/trace_overhead.py
+	$(PYTHON) benchmarks/trace_scale.py
 	$(PYTHON) benchmarks/replay_scale.py
 	$(PYTHON) benchmarks/mpi_overhead.py
 	$(PYTHON) benchmarks/patterns_overhead.py

@@ -12,13 +12,16 @@ Usage: python benchmarks/trace_overhead.py [--only whole|sweep|sparse] [--n N] [
    shadow memory included.
 
 Every run is repeated R times and the fastest kept, as timeit does: on a shared 2-core machine
-the other runs measure the neighbours. Prints Markdown tables for docs/costs.md.
+the other runs measure the neighbours. The sweep also gives CPU seconds (user + system: the
+traced process's own, from its summary.json, and valgrind's), which a busy machine inflates far
+less than wall time. Prints Markdown tables for docs/costs.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shlex
 import shutil
 import subprocess
@@ -26,6 +29,7 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 from tareador import load
@@ -37,17 +41,33 @@ HERE = Path(__file__).resolve().parent
 
 def fastest(run, repeat: int) -> float:
     """Seconds of the fastest of ``repeat`` calls of run()."""
-    best = float("inf")
+    return min(measured(run, repeat))[0]
+
+
+def measured(run, repeat: int) -> list[tuple[float, float]]:
+    """(wall seconds, CPU seconds) of ``repeat`` calls of run(), which returns its CPU seconds."""
+    runs = []
     for _ in range(repeat):
         start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
+        cpu = run()
+        runs.append((time.perf_counter() - start, cpu))
+    return runs
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_child(cmd: list[str]) -> float:
+    """Runs cmd; its CPU seconds."""
+    before = children_cpu()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return children_cpu() - before
 
 
 def timed(cmd: list[str], repeat: int) -> float:
-    return fastest(lambda: subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-                   repeat)
+    return fastest(lambda: run_child(cmd), repeat)
 
 
 @contextmanager
@@ -65,8 +85,13 @@ def output_discarded():
 
 
 def traced(argv: list[str], out: Path, repeat: int) -> float:
+    return min(traced_runs(argv, out, repeat))[0]
+
+
+def traced_runs(argv: list[str], out: Path, repeat: int) -> list[tuple[float, float]]:
+    """(wall, CPU of the traced process) of each run."""
     with output_discarded():
-        return fastest(lambda: trace(argv, out, progress=False), repeat)
+        return measured(lambda: trace(argv, out, progress=False).summary["traced_cpu_seconds"], repeat)
 
 
 def build(name: str, tmp: Path) -> Path:
@@ -104,16 +129,20 @@ def whole_runs(exe: Path, tmp: Path, args) -> None:
 
 
 def sweep(exe: Path, tmp: Path, args) -> None:
-    print("| working set (MB) | accesses (M) | tareador (ns/access) | valgrind --tool=none (ns/access) | ratio |")
-    print("|---|---|---|---|---|")
+    print("| working set (MB) | accesses (M) | tareador (ns/access) | valgrind --tool=none (ns/access) | ratio "
+          "| CPU: tareador | CPU: valgrind | CPU ratio |")
+    print("|---|---|---|---|---|---|---|---|")
     for mb in (int(x) for x in args.sweep.split(",")):
         n = (mb << 20) // 8  # two arrays of 4-byte ints
         passes = max(1, round(args.sweep_accesses / (3 * n)))
         argv = [str(exe), str(n), str(passes)]
         accesses = 3 * n * passes
-        mine = traced(argv, tmp / "sweep", args.repeat) / accesses
-        theirs = timed(["valgrind", "--tool=none", *argv], args.repeat) / accesses
-        print(f"| {mb} | {accesses / 1e6:.0f} | {1e9 * mine:.1f} | {1e9 * theirs:.1f} | {mine / theirs:.1f}x |")
+        mine = traced_runs(argv, tmp / "sweep", args.repeat)
+        theirs = measured(partial(run_child, ["valgrind", "--tool=none", *argv]), args.repeat)
+        (wall, cpu), (their_wall, their_cpu) = ([min(x) / accesses for x in zip(*runs, strict=True)]
+                                                for runs in (mine, theirs))
+        print(f"| {mb} | {accesses / 1e6:.0f} | {1e9 * wall:.1f} | {1e9 * their_wall:.1f} | {wall / their_wall:.1f}x "
+              f"| {1e9 * cpu:.1f} | {1e9 * their_cpu:.1f} | {cpu / their_cpu:.2f}x |")
     print()
 
 

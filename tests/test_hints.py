@@ -191,7 +191,7 @@ def test_corrupt_rows(tmp_path, cholesky_hints, name, row, message):
     """Rows that parse but name what is not there were a traceback (KeyError, ValueError)."""
     bad = tmp_path / "bad"
     bad.mkdir()
-    for f in cholesky_hints.iterdir():
+    for f in cholesky_hints.glob("*.*"):
         (bad / f.name).write_bytes(f.read_bytes())
     lines = (bad / name).read_text().splitlines()
     (bad / name).write_text("\n".join([*lines, row]) + "\n")

@@ -120,7 +120,9 @@ def test_a_new_trace_removes_the_outputs_of_the_previous_one(chain):
     (d / "notes.txt").write_text("mine\n")
     trace([exe], d, progress=False)
     assert sorted(p.name for p in d.iterdir()) == ["accesses.csv", "calls.csv", "deps.csv", "notes.txt", "objects.csv",
-                                                   "summary.json", "tasks.csv"]
+                                                   "summary.json", "tables", "tasks.csv"]
+    assert sorted(p.name for p in (d / "tables").iterdir()) == ["accesses.npy", "calls.npy", "deps.npy", "names.json",
+                                                                "objects.npy", "tasks.npy"]
 
 
 def limited(limit: int, *argv: str) -> subprocess.CompletedProcess:

@@ -270,7 +270,7 @@ int main(void) {
   return 0;
 }"""))
     seen = []
-    run_agent([str(exe)], progress=seen.append)
+    run_agent([str(exe)], tmp_path, progress=seen.append)
     assert seen and seen[-1]["tasks"] == 3  # parent and two children; 7 fragments with main's
 
 

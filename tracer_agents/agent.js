@@ -1,9 +1,11 @@
 /* tareador agent: glue between the traced program and the Python driver.
  *
  * The per-access work is native (transform.c emits inline code, shadow.c analyses in batches,
- * allocations.c watches the allocator). This script only wires those together, starts and stops
- * following the main thread at tareador_ON/OFF, and ships the result tables to Python once, at
- * exit, crash or interrupt, waiting for Python to acknowledge so nothing is lost when the process
+ * allocations.c watches the allocator). This script only wires those together and starts and
+ * stops following the main thread at tareador_ON/OFF. The result tables go to files in the
+ * directory the driver names (tables.c: shadow.c appends rows as they become final); at exit,
+ * crash or interrupt the agent writes what is left, sends Python the run's description (names,
+ * code sites, counters) and waits for its acknowledgement, so nothing is lost when the process
  * dies right after.
  */
 'use strict';
@@ -30,10 +32,10 @@ const MPI_QUERIES = ['Type_size', 'Type_get_extent', 'Type_get_true_extent', 'Ge
  * request's kind (mpi.c's Persistent.kind): what the started operation is to the run. */
 const STARTED_ROWS = ['MPI_Start', 'MPI_Startall'].flatMap(start =>
   ['MPI_Send_init', 'MPI_Bsend_init', 'MPI_Ssend_init', 'MPI_Rsend_init', 'MPI_Recv_init'].map(init => `${start}:${init}`));
-/* Row sizes of mpi.c's tables: calls, completions, communicators, world ranks. */
-const MPI_ROWS = [56, 16, 32, 4];
-/* Row sizes of patterns.c's tables: message buffers, element times. */
-const PATTERN_ROWS = [64, 8];
+/* Files and row sizes of mpi.c's tables: calls, completions, communicators, world ranks. */
+const MPI_TABLES = [['mpi-calls.bin', 56], ['mpi-completions.bin', 16], ['mpi-comms.bin', 32], ['mpi-ranks.bin', 4]];
+/* ... and of patterns.c's: message buffers, element times. */
+const PATTERN_TABLES = [['pattern-rows.bin', 64], ['pattern-times.bin', 8]];
 
 let native = null;
 let endings = null;
@@ -143,15 +145,13 @@ function loadNative(options) {
   const lib = Module.load(options.shadowLibrary);
   const shadow = {
     lib,
-    init: fn(lib, 'tr_init', 'int', ['uint64', 'uint64', 'uint64']),
+    init: fn(lib, 'tr_init', 'int', ['uint64', 'uint64', 'pointer', 'uint64', 'uint64']),
     addObject: fn(lib, 'tr_add_object', 'int64', ['pointer', 'uint64', 'uint32', 'pointer', 'uint32']),
     marker: fn(lib, 'tr_marker', 'void', ['uint32', 'pointer', 'pointer', 'pointer', 'pointer']),
     finish: fn(lib, 'tr_finish', 'void', []),
-    tasks: fn(lib, 'tr_tasks', 'pointer', ['pointer']),
-    objects: fn(lib, 'tr_objects', 'pointer', ['pointer']),
-    edges: fn(lib, 'tr_edges', 'pointer', ['pointer']),
-    accesses: fn(lib, 'tr_accesses', 'pointer', ['pointer']),
-    calls: fn(lib, 'tr_calls', 'pointer', ['pointer']),
+    sites: fn(lib, 'tr_sites', 'pointer', ['uint32', 'pointer']),
+    tableWrite: fn(lib, 'tr_table_write', 'int64', ['pointer', 'pointer', 'uint64']),
+    tablesError: fn(lib, 'tr_tables_error', 'int64', []),
     name: fn(lib, 'tr_name', 'pointer', ['uint32']),
     nameCount: fn(lib, 'tr_name_count', 'uint32', []),
     original: fn(lib, 'tr_original', 'pointer', ['pointer']),
@@ -159,16 +159,20 @@ function loadNative(options) {
     statusFn: fn(lib, 'tr_status', 'void', ['pointer']),
     inAllocator: fn(lib, 'tr_in_allocator', 'uint32', []),
     status() {
-      const out = Memory.alloc(72);
+      const out = Memory.alloc(80);
       this.statusFn(out);
       const v = i => out.add(8 * i).readU64().toNumber();
       return { accesses: v(0), flushes: v(1), tasks: v(2), error: v(3), errorTask: v(4), errorName: v(5),
-        errorSite: out.add(48).readPointer(), instructions: v(7), instances: v(8) };
+        errorSite: out.add(48).readPointer(), instructions: v(7), instances: v(8), tinf: v(9) };
     },
   };
   const stack = mainThreadStack();
-  if (shadow.init(options.bufferRecords, uint64(stack.low.toString()), uint64(stack.high.toString())) !== 0)
-    throw new Error('cannot allocate shadow memory');
+  shadow.tablesDirectory = Memory.allocUtf8String(options.tablesDirectory);
+  const started = shadow.init(options.bufferRecords, options.tableRows, shadow.tablesDirectory,
+    uint64(stack.low.toString()), uint64(stack.high.toString()));
+  if (started === -2)
+    throw new Error(`cannot write the trace's tables in ${options.tablesDirectory}: ${systemError(shadow.tablesError().toNumber())}`);
+  if (started !== 0) throw new Error('cannot allocate shadow memory');
   shadow.addObject(stack.low, STACK_SPAN, KIND_STACK, ptr(0), 1);
 
   const ignored = new Set([lib.name, 'ld-linux-x86-64.so.2', 'linux-vdso.so.1'].concat(options.ignoredModules));
@@ -390,47 +394,70 @@ function originalAddress(address) {
   return original.isNull() ? address : original;
 }
 
-function table(getter, rowSize) {
+/* The system's description of an errno value. */
+function systemError(errno) {
+  const strerror = new NativeFunction(Module.getGlobalExportByName('strerror'), 'pointer', ['int']);
+  return strerror(errno).readUtf8String();
+}
+
+/* The CPU time the process has used so far (its threads', Frida's included): user and system. */
+function cpuSeconds() {
+  const getrusage = new NativeFunction(Module.getGlobalExportByName('getrusage'), 'int', ['int', 'pointer']);
+  const usage = Memory.alloc(144);
+  getrusage(0, usage);   /* RUSAGE_SELF; struct rusage starts with ru_utime and ru_stime, timevals */
+  const t = i => usage.add(8 * i).readS64().toNumber();
+  return t(0) + t(2) + (t(1) + t(3)) / 1e6;
+}
+
+/* The process's peak resident memory, in bytes (its own: getrusage's would include the driver
+ * the process was forked from). */
+function peakResidentBytes() {
+  const line = File.readAllText('/proc/self/status').split('\n').find(l => l.startsWith('VmHWM:'));
+  return line === undefined ? 0 : parseInt(line.split(/\s+/)[1], 10) * 1024;
+}
+
+/* The addresses of one of shadow.c's site lists (tr_sites). */
+function siteList(which) {
+  const count = Memory.alloc(8);
+  const base = native.shadow.sites(which, count);
+  const sites = [];
+  for (let i = 0, n = count.readU64().toNumber(); i < n; i++) sites.push(base.add(8 * i).readPointer());
+  return sites;
+}
+
+/* An end-of-run table of mpi.c or patterns.c into its file: its row count. */
+function writeTable(getter, [file, rowSize]) {
   const count = Memory.alloc(8);
   const base = getter(count);
   const n = count.readU64().toNumber();
-  return { n, bytes: n && !base.isNull() ? base.readByteArray(n * rowSize) : new ArrayBuffer(0) };
+  native.shadow.tableWrite(Memory.allocUtf8String(file), base, n && !base.isNull() ? n * rowSize : 0);
+  return n;
 }
 
-/* Collect everything and hand it to Python; block until Python has it. A forked child has a
- * copy of the tables but no driver: it ends untraced. */
+/* Write what is left of the tables and describe the run to Python; block until Python has it.
+ * A forked child has a copy of the tables but no driver: it ends untraced. */
 function finish(ending) {
   if (shipping || endings.getpid() !== endings.pid) return;
   shipping = true;
   native.shadow.finish();
   const s = native.shadow;
-  const tasks = table(s.tasks, 40), objects = table(s.objects, 40), edges = table(s.edges, 24);
-  const accesses = table(s.accesses, 48), calls = table(s.calls, 88);
   const names = [];
   for (let i = 0; i < s.nameCount(); i++) {
     const p = s.name(i);
     names.push(p.isNull() ? '?' : p.readUtf8String());
   }
+  /* Sites are return addresses: the call itself is the byte before. Latent objects are not
+   * listed. Many objects share a site: it is described once. */
   const sites = {};
-  const objectView = new DataView(objects.bytes);
-  for (let i = 0; i < objects.n; i++) {
-    const kind = objectView.getUint32(40 * i + 24, true);
-    const latent = objectView.getUint32(40 * i + 36, true);
-    if (kind === 1 || latent) continue;
-    const site = ptr('0x' + objectView.getBigUint64(40 * i + 16, true).toString(16));
-    /* Sites are return addresses: the call itself is the byte before. Latent objects are not
-     * listed. Many objects share a site: it is described once. */
-    if (!site.isNull() && !(site.toString() in sites)) sites[site.toString()] = describe(site.sub(1));
-  }
+  for (const site of siteList(0)) sites[site.toString()] = describe(site.sub(1));
   /* The calls tasks make right after their start marker: the called function and the call site,
    * for tareador hints (DWARF parameters, the source line's argument expressions). */
   const callSites = {};
-  const callView = new DataView(calls.bytes);
-  for (let i = 0; i < calls.n; i++)
-    for (const at of [8, 16]) {
-      const p = ptr('0x' + callView.getBigUint64(88 * i + at, true).toString(16));
-      if (!(p.toString() in callSites)) callSites[p.toString()] = at === 16 ? describeCallee(p) : describe(p);
-    }
+  for (const site of siteList(1)) {
+    const callee = site.add(5).add(site.add(1).readS32());
+    if (!(site.toString() in callSites)) callSites[site.toString()] = describe(site);
+    if (!(callee.toString() in callSites)) callSites[callee.toString()] = describeCallee(callee);
+  }
   const status = s.status();
   const error = { code: status.error, task: status.errorTask, name: status.errorName };
   if (status.error && !status.errorSite.isNull()) error.site = describe(status.errorSite.sub(1));
@@ -444,35 +471,32 @@ function finish(ending) {
       'they ran untraced');
   const meta = {
     type: 'result', ending, names, sites, globals: globalNames, error, warnings,
-    counts: { tasks: tasks.n, objects: objects.n, edges: edges.n, accesses: accesses.n, calls: calls.n },
     call_sites: callSites,
     accesses: status.accesses, flushes: status.flushes, instructions: status.instructions,
-    instances: status.instances,
+    instances: status.instances, fragments: status.tasks, tinf: status.tinf,
     blocks: native.blocks.readU64().toNumber(),
     markers: native.markers.slice(1).map(a => a !== null),
     mpi: null,
   };
-  const parts = [tasks.bytes, objects.bytes, edges.bytes, accesses.bytes, calls.bytes];
   if (native.mpi !== null) {
     const mpi = native.mpi;
-    const tables = MPI_ROWS.map((size, which) => table(count => mpi.table(which, count), size));
+    const [calls, completions, comms, ranks] = MPI_TABLES.map((t, which) => writeTable(c => mpi.table(which, c), t));
     const out = Memory.alloc(48);
     mpi.status(out);
     const v = i => out.add(8 * i).readS64().toNumber();
     meta.mpi = { library: mpi.kind, names: mpi.names, modelled: mpi.modelled, rank: v(0), size: v(1), complex: v(2),
-      pending: v(3), unpatterned: v(4),
-      counts: { calls: tables[0].n, completions: tables[1].n, comms: tables[2].n, ranks: tables[3].n } };
-    for (const t of tables) parts.push(t.bytes);
+      pending: v(3), unpatterned: v(4), counts: { calls, completions, comms, ranks } };
   }
   meta.patterns = null;
   if (native.patterns !== null) {
-    const tables = native.patterns.map((getter, which) => table(getter, PATTERN_ROWS[which]));
-    meta.patterns = { rows: tables[0].n, times: tables[1].n, dropped: native.patternsDropped().toNumber() };
-    for (const t of tables) parts.push(t.bytes);
+    const [rows, times] = native.patterns.map((getter, which) => writeTable(getter, PATTERN_TABLES[which]));
+    meta.patterns = { rows, times, dropped: native.patternsDropped().toNumber() };
   }
-  const data = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  parts.reduce((at, p) => { data.set(new Uint8Array(p), at); return at + p.byteLength; }, 0);
-  send(meta, data.buffer);
+  meta.cpu_seconds = cpuSeconds();
+  meta.peak_rss = peakResidentBytes();
+  const failed = s.tablesError().toNumber();
+  meta.tables_error = failed ? systemError(failed) : null;
+  send(meta);
   recv('ack', () => {}).wait();
   shipped = true;
 }

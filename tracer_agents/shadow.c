@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include "system.h"
 
 #define CHUNK_BITS 20
 #define CHUNK_SIZE (1UL << CHUNK_BITS)
@@ -122,31 +123,36 @@ typedef struct { Shadow byte[GRANULE]; } SplitGranule;
 #define NO_PARENT UINT32_MAX
 #define MAX_NAMES 4096
 
+#define CALL_ARGS 8   /* the 6 integer argument registers, then the first 2 words passed on the stack */
+
+/* The open task instances, innermost last: the instance (its first fragment), its latest
+ * fragment, its name, the fragment that created it, and once it called its body (tr_task_call)
+ * the call's argument values, sorted. */
+typedef struct { uint32_t instance, last, name, parent, cut_count; uint64_t cuts[CALL_ARGS]; } OpenTask;
+
+/* What the analysis needs of every fragment for the whole run (its row leaves the process):
+ * its instance, the top of its private stack (as an offset from the stack's low end, 0 none:
+ * see dead_frame) and the end of its longest path in the task graph (see end_fragment). */
+typedef struct { uint32_t instance, top; uint64_t finish; } Fragment;
+
 TracerState tr_state;
 static ShadowChunk **directory;
-static TaskRow *tasks; static uint64_t task_count, task_capacity;
+static uint64_t table_rows;   /* the rows each streamed table keeps before writing them out */
+static TaskRow *task_rows; static uint64_t task_count, task_first;   /* rows of fragments task_first.. */
+static Fragment *fragments; static uint64_t fragment_capacity;
 static ObjectRow *objects; static uint64_t object_count, object_capacity;
-static EdgeRow *edges; static uint64_t edge_count, edge_capacity;
+static EdgeRow *edges; static uint64_t edge_count;
 static SplitGranule *splits; static uint64_t split_count, split_capacity;
 static uint32_t split_free;   /* free slots, linked through byte[0].writer; slot + 1, 0 = none */
-static uint32_t open_tasks[MAX_DEPTH];   /* instance ids of the open tasks, innermost last */
-static uint32_t main_instance = NO_PARENT;
+static OpenTask open_tasks[MAX_DEPTH];
+static uint32_t main_instance = NO_PARENT, last_main = NO_PARENT;
+static int task_file = -1, edge_file = -1, access_file = -1, call_file = -1;
 static uint64_t instance_count;   /* task instances, not counting main or later fragments */
 static const char *names[MAX_NAMES]; static uint32_t name_count;
 static uint64_t last_switch;
 
-/* The shadow's upkeep calls into no library: on the hooks of mmap and munmap it runs on the
- * traced thread, under Stalker, which would count the library's instructions as the program's.
- * Hence system calls made here, and no loop that GCC may turn into a call to memset. */
+/* No loop that GCC may turn into a call to memset (see system.h). */
 #pragma GCC optimize ("no-tree-loop-distribute-patterns")
-
-static long sys(long number, long a, long b, long c, long d, long e, long f) {
-  register long r10 __asm__ ("r10") = d, r8 __asm__ ("r8") = e, r9 __asm__ ("r9") = f;
-  long result;
-  __asm__ volatile ("syscall" : "=a" (result) : "0" (number), "D" (a), "S" (b), "d" (c), "r" (r10), "r" (r8), "r" (r9)
-                    : "rcx", "r11", "memory");
-  return result;
-}
 
 static void *address_or_null(long result) {
   return result < 0 && result > -4096 ? NULL : (void *) result;
@@ -179,9 +185,27 @@ static ShadowChunk *chunk_of(uint64_t address, int create) {
   return directory[i];
 }
 
-/* ---- dependency edges: an open-addressing hash table keyed by (src, dst, object, kind) ---- */
+/* ---- the streamed tables: rows that are final leave for their file (tables.c) ----
+ * Only the running fragment's rows still change: its TaskRow (the last one), its edges (edges
+ * are counted per destination, and the destination is the running fragment), its access hulls
+ * and its call. A buffer that fills is written out whole (the running fragment's task row and
+ * call stay); should the running fragment's own edges or hulls fill it, their rows continue in
+ * new rows, which the driver adds together (decode.py). */
+
+extern void tr_table_append(int table, const void *data, uint64_t bytes);
+extern int tr_table_open(const char *name);
+
+static void write_rows(int file, void *rows, uint64_t *count, uint64_t row_size) {
+  tr_table_append(file, rows, *count * row_size);
+  *count = 0;
+}
+
+/* ---- dependency edges: an open-addressing hash table keyed by (src, dst, object, kind) over
+ * the rows not yet written ---- */
 
 static uint32_t *edge_slots; static uint64_t slot_mask;
+static EdgeRow *last_edge;
+static uint64_t running_raw;   /* the latest end of a RAW source of the running fragment */
 
 static uint64_t edge_hash(uint32_t src, uint32_t dst, uint32_t object, uint32_t kind) {
   uint64_t h = ((uint64_t) src * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t) dst * 0xC2B2AE3D27D4EB4FULL)
@@ -189,21 +213,14 @@ static uint64_t edge_hash(uint32_t src, uint32_t dst, uint32_t object, uint32_t 
   return h ^ (h >> 29);
 }
 
-static void rehash(void) {
-  uint64_t slots = (slot_mask + 1) * 2;
-  if (edge_slots) sys(SYS_munmap, (long) edge_slots, (long) ((slot_mask + 1) * sizeof(uint32_t)), 0, 0, 0, 0);
-  edge_slots = map(slots * sizeof(uint32_t));
-  slot_mask = slots - 1;
-  for (uint64_t e = 0; e < edge_count; e++) {
-    EdgeRow *r = &edges[e];
-    uint64_t s = edge_hash(r->src, r->dst, r->object, r->kind) & slot_mask;
-    while (edge_slots[s]) s = (s + 1) & slot_mask;
-    edge_slots[s] = (uint32_t) e + 1;
-  }
+static void write_edges(void) {
+  write_rows(edge_file, edges, &edge_count, sizeof(EdgeRow));
+  for (uint64_t s = 0; s <= slot_mask; s++) edge_slots[s] = 0;
+  last_edge = NULL;
 }
 
 static EdgeRow *edge_for(uint32_t src, uint32_t dst, uint32_t object, uint32_t kind) {
-  static EdgeRow *last;
+  EdgeRow *last = last_edge;
   if (last && last->src == src && last->dst == dst && last->object == object && last->kind == kind)
     return last;
   uint64_t s = edge_hash(src, dst, object, kind) & slot_mask;
@@ -211,19 +228,17 @@ static EdgeRow *edge_for(uint32_t src, uint32_t dst, uint32_t object, uint32_t k
     uint32_t e = edge_slots[s];
     if (!e) break;
     EdgeRow *r = &edges[e - 1];
-    if (r->src == src && r->dst == dst && r->object == object && r->kind == kind) return last = r;
+    if (r->src == src && r->dst == dst && r->object == object && r->kind == kind) return last_edge = r;
   }
-  if (edge_count == edge_capacity) {
-    EdgeRow *grown = grow(edges, &edge_capacity, sizeof(EdgeRow));
-    if (!grown) return NULL;
-    edges = grown;
-    last = NULL;
+  if (edge_count == table_rows) {
+    write_edges();
+    s = edge_hash(src, dst, object, kind) & slot_mask;
   }
   EdgeRow *r = &edges[edge_count++];
   r->src = src; r->dst = dst; r->object = object; r->kind = kind; r->bytes = 0;
   edge_slots[s] = (uint32_t) edge_count;
-  if (edge_count * 2 > slot_mask) rehash();
-  return last = r;
+  if (kind == DEP_RAW && fragments[src].finish > running_raw) running_raw = fragments[src].finish;
+  return last_edge = r;
 }
 
 /* Consecutive accesses of one flush (one task instance) nearly always share the last writer and
@@ -240,8 +255,8 @@ static inline void run_flush(EdgeRun *run, uint32_t dst) {
   }
 }
 
+/* Callers leave out latent objects: they give no edges. */
 static inline void run_add(EdgeRun *run, uint32_t src, uint32_t object, uint32_t dst, uint64_t bytes) {
-  if (objects[object].latent) return;
   if (run->bytes && (run->src != src || run->object != object)) run_flush(run, dst);
   run->src = src; run->object = object; run->bytes += bytes;
 }
@@ -253,107 +268,134 @@ static inline void run_add(EdgeRun *run, uint32_t src, uint32_t object, uint32_t
 uint64_t tr_task_sites[MAX_TASK_SITES + 1];   /* 0-ended */
 static uint32_t task_site_count;
 
-#define CALL_ARGS 8   /* the 6 integer argument registers, then the first 2 words passed on the stack */
 typedef struct { uint32_t fragment, pad; uint64_t site, function, args[CALL_ARGS]; } CallRow;
-static CallRow *call_rows; static uint64_t call_count, call_capacity;   /* in fragment order */
+static CallRow *call_rows; static uint64_t call_count;
+static uint32_t call_fragment = NO_PARENT;   /* the fragment of the latest call row */
+
+/* A set of distinct non-zero values (code addresses), kept in insertion order too. */
+typedef struct { uint64_t *slots, mask, *values, count, capacity; } AddressSet;
+
+static int set_add(AddressSet *set, uint64_t value) {
+  if (set->count == set->capacity) {
+    uint64_t *grown = grow(set->values, &set->capacity, sizeof(uint64_t));
+    if (!grown) return 0;
+    set->values = grown;
+  }
+  if ((set->count + 1) * 2 > set->mask) {
+    uint64_t size = set->slots ? (set->mask + 1) * 2 : 1024, *fresh = map(size * sizeof(uint64_t));
+    if (!fresh) return 0;
+    if (set->slots) sys(SYS_munmap, (long) set->slots, (long) ((set->mask + 1) * sizeof(uint64_t)), 0, 0, 0, 0);
+    set->slots = fresh;
+    set->mask = size - 1;
+    for (uint64_t k = 0; k < set->count; k++) {
+      uint64_t s = (set->values[k] * 0x9E3779B97F4A7C15ULL >> 20) & set->mask;
+      while (set->slots[s]) s = (s + 1) & set->mask;
+      set->slots[s] = set->values[k];
+    }
+  }
+  uint64_t s = (value * 0x9E3779B97F4A7C15ULL >> 20) & set->mask;
+  for (; set->slots[s]; s = (s + 1) & set->mask)
+    if (set->slots[s] == value) return 0;
+  set->slots[s] = value;
+  set->values[set->count++] = value;
+  return 1;
+}
+
+static AddressSet call_sites;   /* of every call row, for the agent to describe */
 
 /* ---- what each fragment read and wrote, object by object (accesses.csv, for tareador hints) ----
  * One row per (fragment, object, part) the fragment touched: the hull of the bytes it read before
  * writing them ("exposed": an OpenMP in), and the hull of the bytes it wrote. Once the instance
- * has called its body (calls.csv), its accesses are cut at the values of the call's arguments:
- * part k >= 1 holds the bytes from the (k-1)-th smallest argument value up to the k-th, so that
- * tiles of one block passed as separate pointers (a kernel reading two tiles of one matrix) get a
- * hull each instead of one hull over the tiles between them; part 0 is everything before the body
- * call, or an instance without one. Noted only where an access changes the shadow (the first read
- * of a byte since its last write, a write that is not a rewrite), so a loop over the same data
- * pays nothing more; a fragment's rows are contiguous, object_rows[object] is the object's last
- * row and each row links to the object's row before it, so the current fragment's rows of an
- * object are a short walk. Addresses are absolute; Python subtracts the object's start, and drops
- * the rows of objects still latent at the end. */
+ * has called its body (calls.csv), its accesses are cut at the values of the call's arguments
+ * (OpenTask.cuts): part k >= 1 holds the bytes from the (k-1)-th smallest argument value up to the
+ * k-th, so that tiles of one block passed as separate pointers (a kernel reading two tiles of one
+ * matrix) get a hull each instead of one hull over the tiles between them; part 0 is everything
+ * before the body call, or an instance without one; an access's part is that of its first byte.
+ * Noted only where an access changes the shadow (the first read of a byte since its last write, a
+ * write that is not a rewrite), so a loop over the same data pays nothing more; a fragment's rows
+ * are contiguous, object_rows[object] is the object's last row and each row links to the object's
+ * row before it in the buffer, so the current fragment's rows of an object are a short walk.
+ * Addresses are absolute; Python subtracts the object's start, and drops the rows of objects
+ * still latent at the end. */
 typedef struct {
-  uint32_t fragment, object, part, previous;   /* previous: the object's row before this one, + 1 */
+  uint32_t fragment, object, part, previous;   /* previous: the object's row before this one in the buffer, + 1 */
   uint64_t read_lo, read_hi, write_lo, write_hi;   /* [lo, hi); lo = UINT64_MAX: none */
 } AccessRow;
 
-static AccessRow *access_rows; static uint64_t access_count, access_capacity;
-static uint32_t *object_rows; static uint64_t object_rows_capacity;   /* per object: row + 1 */
-static AccessRow *last_access;
-static uint64_t last_part_lo, last_part_hi;   /* the addresses of last_access's part */
+static AccessRow *access_rows; static uint64_t access_count, access_written;
+/* Per object: the number (from 1, over the whole table) of its latest row, 0 none. */
+static uint64_t *object_rows; static uint64_t object_rows_capacity;
+/* The running fragment's rows of the objects it noted lately, by object id % RECENT_ROWS
+ * (a loop over a few arrays finds its rows without a look at object_rows). */
+#define RECENT_ROWS 8
+static AccessRow *recent_rows[RECENT_ROWS];
 
-/* The sorted argument values of the running fragment's instance, once it called its body. */
-static uint64_t cuts[CALL_ARGS]; static uint32_t cut_count;
-static uint32_t cuts_of = UINT32_MAX;   /* the fragment they are for */
-
-static void load_cuts(void) {
-  uint32_t instance = tasks[tr_state.current].instance;
-  uint64_t low = 0, high = call_count;
-  while (low < high) {   /* call_rows are in fragment order */
-    uint64_t mid = (low + high) / 2;
-    if (call_rows[mid].fragment < instance) low = mid + 1;
-    else high = mid;
-  }
-  cut_count = 0;
-  if (low < call_count && call_rows[low].fragment == instance)
-    for (uint32_t k = 0; k < CALL_ARGS; k++) {
-      uint64_t v = call_rows[low].args[k];
-      uint32_t at = cut_count++;
-      for (; at && cuts[at - 1] > v; at--) cuts[at] = cuts[at - 1];
-      cuts[at] = v;
-    }
-  cuts_of = tr_state.current;
+static void forget_recent_rows(void) {
+  for (int k = 0; k < RECENT_ROWS; k++) recent_rows[k] = NULL;
 }
 
-static AccessRow *access_row(uint32_t object, uint64_t address) {
-  if (cuts_of != tr_state.current) load_cuts();
-  uint32_t part = 0;
-  last_part_lo = 0;
-  last_part_hi = UINT64_MAX;
-  if (cut_count) {
-    part = 1;
-    for (uint32_t k = 0; k < cut_count && cuts[k] <= address; k++) part++, last_part_lo = cuts[k];
-    if (part <= cut_count) last_part_hi = cuts[part - 1];
-  }
+static void write_accesses(void) {
+  access_written += access_count;
+  write_rows(access_file, access_rows, &access_count, sizeof(AccessRow));
+  forget_recent_rows();
+}
+
+/* The row of the running fragment's part of object in the buffer (the object's rows there,
+ * latest first, until another fragment's). */
+static __attribute__((noinline)) AccessRow *access_row(uint32_t object, uint32_t part) {
   if (object >= object_rows_capacity) {
     uint64_t capacity = object_rows_capacity;
-    uint32_t *grown = NULL;
-    while (object >= capacity && (grown = grow(object_rows, &capacity, sizeof(uint32_t)))) object_rows = grown;
+    uint64_t *grown = NULL;
+    while (object >= capacity && (grown = grow(object_rows, &capacity, sizeof(uint64_t)))) object_rows = grown;
     if (object >= capacity) return NULL;
     object_rows_capacity = capacity;
   }
-  for (uint32_t row = object_rows[object]; row && access_rows[row - 1].fragment == tr_state.current;
-       row = access_rows[row - 1].previous)
-    if (access_rows[row - 1].part == part) return &access_rows[row - 1];
-  if (access_count == access_capacity) {
-    AccessRow *grown = grow(access_rows, &access_capacity, sizeof(AccessRow));
-    if (!grown) return NULL;
-    access_rows = grown;
-  }
+  uint64_t row = object_rows[object];
+  for (uint64_t at = row > access_written ? row - access_written : 0;
+       at && access_rows[at - 1].fragment == tr_state.current; at = access_rows[at - 1].previous)
+    if (access_rows[at - 1].part == part) return &access_rows[at - 1];
+  if (access_count == table_rows) write_accesses();
+  uint32_t previous = row > access_written ? (uint32_t) (row - access_written) : 0;
   AccessRow *a = &access_rows[access_count++];
-  *a = (AccessRow) { tr_state.current, object, part, object_rows[object], UINT64_MAX, 0, UINT64_MAX, 0 };
-  object_rows[object] = (uint32_t) access_count;
+  *a = (AccessRow) { tr_state.current, object, part, previous, UINT64_MAX, 0, UINT64_MAX, 0 };
+  object_rows[object] = access_written + access_count;
   return a;
 }
 
-/* Bytes [lo, hi) of object (a shadow id) were read before the running fragment wrote them, or
- * were written by it. */
+/* Bytes [lo, hi) of part of object (a shadow id) were read before the running fragment wrote
+ * them, or were written by it. */
 static int private_access;  /* analyse() is in the running instance's private stack: see dead_frame */
 
-static inline void note_access(uint32_t object, uint64_t lo, uint64_t hi, int is_write) {
-  if (private_access) return;
-  AccessRow *a = last_access;
-  if (!a || a->object != object - 1 || lo < last_part_lo || lo >= last_part_hi) {
-    last_access = a = access_row(object - 1, lo);
+static inline void note_access(uint32_t object, uint32_t part, uint64_t lo, uint64_t hi, int is_write) {
+  AccessRow **recent = &recent_rows[object % RECENT_ROWS], *a = *recent;
+  if (!a || a->object != object - 1 || a->part != part) {
+    a = access_row(object - 1, part);
     if (!a) return;
+    *recent = a;
   }
   uint64_t *range = is_write ? &a->write_lo : &a->read_lo;
   if (lo < range[0]) range[0] = lo;
   if (hi > range[1]) range[1] = hi;
 }
 
+/* The running instance's cuts (its OpenTask's; none for main's fragments), set by each flush. */
+static const OpenTask *running_cuts;
+
+/* The part of the running instance's accesses that address is in, and its bounds [*lo, *hi). */
+static uint32_t part_of(uint64_t address, uint64_t *lo, uint64_t *hi) {
+  *lo = 0;
+  *hi = UINT64_MAX;
+  if (!running_cuts || !running_cuts->cut_count) return 0;
+  uint32_t part = 1, n = running_cuts->cut_count;
+  for (uint32_t k = 0; k < n && running_cuts->cuts[k] <= address; k++) part++, *lo = running_cuts->cuts[k];
+  if (part <= n) *hi = running_cuts->cuts[part - 1];
+  return part;
+}
+
 /* Whether writer w and reader me (shadow ids, +1) are fragments of one instance: what an earlier
  * fragment of the instance wrote is not read before written by the instance. */
 static inline int same_instance(uint32_t w, uint32_t me) {
-  return w && tasks[w - 1].instance == tasks[me - 1].instance;
+  return w && fragments[w - 1].instance == fragments[me - 1].instance;
 }
 
 
@@ -368,12 +410,17 @@ static inline int same_instance(uint32_t w, uint32_t me) {
 static int owned_stack;        /* analyse() is in an instance's private stack (main's included) ... */
 static uint32_t edge_floor;    /* ... whose first fragment is this, on behalf of ... */
 static uint32_t running;       /* ... this instance (its earlier fragments are ordered before it anyway) */
-static uint64_t *instance_top; static uint64_t top_capacity;  /* per fragment: its private stack's top, 0 none */
+
+/* The top of instance's private stack (0: it has none). */
+static inline uint64_t instance_top(uint32_t instance) {
+  uint32_t top = fragments[instance].top;
+  return top ? tr_state.stack_low + top : 0;
+}
 
 static inline int dead_frame(uint32_t src, uint64_t address) {
-  uint32_t instance = tasks[src].instance;
+  uint32_t instance = fragments[src].instance;
   return owned_stack && (src < edge_floor || instance == running
-                         || (instance != edge_floor && address < instance_top[instance]));
+                         || (instance != edge_floor && address < instance_top(instance)));
 }
 
 static void note_task_site(uint64_t return_address) {
@@ -383,23 +430,26 @@ static void note_task_site(uint64_t return_address) {
 }
 
 /* site: the call instruction (a direct call, e8 rel32); only the first call of a task's first
- * fragment counts. */
+ * fragment counts. Its arguments cut the instance's later accesses into parts. */
 void tr_flush(void);
 
 void tr_task_call(uint64_t site, const uint64_t args[CALL_ARGS]) {
-  if (!tr_state.following || !tr_state.depth || tasks[tr_state.current].instance != tr_state.current) return;
-  if (call_count && call_rows[call_count - 1].fragment == tr_state.current) return;
-  if (call_count == call_capacity) {
-    CallRow *grown = grow(call_rows, &call_capacity, sizeof(CallRow));
-    if (!grown) return;
-    call_rows = grown;
-  }
+  if (!tr_state.following || !tr_state.depth || fragments[tr_state.current].instance != tr_state.current) return;
+  if (call_fragment == tr_state.current) return;
   tr_flush();   /* what ran before the call evaluated its arguments: part 0 */
+  if (call_count == table_rows) write_rows(call_file, call_rows, &call_count, sizeof(CallRow));
   CallRow *c = &call_rows[call_count++];
-  c->fragment = tr_state.current; c->pad = 0; c->site = site;
+  c->fragment = call_fragment = tr_state.current; c->pad = 0; c->site = site;
   c->function = site + 5 + (uint64_t) (int64_t) *(const int32_t *) (site + 1);
   for (int k = 0; k < CALL_ARGS; k++) c->args[k] = args[k];
-  cuts_of = UINT32_MAX;
+  set_add(&call_sites, site);
+  OpenTask *open = &open_tasks[tr_state.depth - 1];
+  open->cut_count = 0;
+  for (uint32_t k = 0; k < CALL_ARGS; k++) {
+    uint32_t at = open->cut_count++;
+    for (; at && open->cuts[at - 1] > args[k]; at--) open->cuts[at] = open->cuts[at - 1];
+    open->cuts[at] = args[k];
+  }
 }
 
 /* Whether accesses to object (a shadow id, 0 = none) are analysed; the program's own code
@@ -610,24 +660,76 @@ static void set_range(uint64_t address, uint64_t size, int how, uint64_t value, 
 
 /* ---- the analysis ---- */
 
+/* One access (one record) being analysed: by whom and how. */
+typedef struct {
+  uint32_t me;   /* the running fragment, + 1 */
+  int is_write, program;
+  EdgeRuns *runs;
+} Visit;
+
+static uint32_t me_instance;   /* the running fragment's instance */
+
+/* The hulls of a flush's accesses on their way to the rows (note_access): per direction (read,
+ * write), the two (object, part) pairs extended last, each with its hull so far and its part's
+ * bounds. A loop over a few arrays extends them in place; a third pair takes the place of the
+ * one extended longer ago. */
+typedef struct { uint32_t object[2], part[2], older; uint64_t lo[2], hi[2], part_lo[2], part_hi[2]; } HullRuns;
+static HullRuns hull_runs[2];
+
+static __attribute__((noinline)) void hull_spill(int is_write, int k) {
+  HullRuns *h = &hull_runs[is_write];
+  if (h->object[k]) note_access(h->object[k], h->part[k], h->lo[k], h->hi[k], is_write);
+  h->object[k] = 0;
+}
+
+static __attribute__((noinline)) void hull_start(int is_write, int k, uint32_t object, uint64_t lo, uint64_t hi) {
+  HullRuns *h = &hull_runs[is_write];
+  hull_spill(is_write, k);
+  h->object[k] = object;
+  h->part[k] = part_of(lo, &h->part_lo[k], &h->part_hi[k]);
+  h->lo[k] = lo;
+  h->hi[k] = hi;
+}
+
+/* Bytes [lo, hi) of object were read before the running fragment wrote them, or written by it. */
+static inline __attribute__((always_inline)) void hull_add(int is_write, uint32_t object, uint64_t lo, uint64_t hi) {
+  HullRuns *h = &hull_runs[is_write];
+  int k = h->object[0] == object && lo - h->part_lo[0] < h->part_hi[0] - h->part_lo[0] ? 0
+        : h->object[1] == object && lo - h->part_lo[1] < h->part_hi[1] - h->part_lo[1] ? 1 : -1;
+  if (k < 0) {
+    k = (int) h->older;
+    hull_start(is_write, k, object, lo, hi);
+  } else {
+    if (lo < h->lo[k]) h->lo[k] = lo;
+    if (hi > h->hi[k]) h->hi[k] = hi;
+  }
+  h->older = (uint32_t) (1 - k);
+}
+
+/* ... unless analyse() is in the running instance's private stack. */
+static inline void noted_hull_add(int is_write, uint32_t object, uint64_t lo, uint64_t hi) {
+  if (!private_access) hull_add(is_write, object, lo, hi);
+}
+
 /* The bytes [off, off + n) of a split granule, one at a time. */
-static void analyse_split(SplitGranule *s, uint64_t address, uint64_t off, uint64_t n, int is_write, int program,
-                          uint32_t me, EdgeRuns *runs) {
+static void analyse_split(SplitGranule *s, uint64_t address, uint64_t off, uint64_t n, Visit *v) {
+  uint32_t me = v->me;
   for (uint64_t k = off; k < off + n; k++) {
     Shadow *b = &s->byte[k];
     uint32_t object = b->object;
-    if (!object_enabled(object, program)) continue;
+    if (!object_enabled(object, v->program)) continue;
+    int latent = objects[object - 1].latent;
     uint32_t w = b->writer, r = b->reader;
-    if (!is_write) {
+    if (!v->is_write) {
       if (r == me) continue;
       b->reader = me;
-      if (w != me && !same_instance(w, me)) note_access(object, address + k, address + k + 1, 0);
-      if (w && w != me && !dead_frame(w - 1, address + k)) run_add(&runs->raw, w - 1, object - 1, me - 1, 1);
+      if (w != me && !same_instance(w, me)) noted_hull_add(v->is_write, object, address + k, address + k + 1);
+      if (w && w != me && !latent && !dead_frame(w - 1, address + k)) run_add(&v->runs->raw, w - 1, object - 1, me - 1, 1);
     } else {
       if (w == me && !r) continue;
-      note_access(object, address + k, address + k + 1, 1);
-      if (w && w != me && !dead_frame(w - 1, address + k)) run_add(&runs->waw, w - 1, object - 1, me - 1, 1);
-      if (r && r != me && !dead_frame(r - 1, address + k)) run_add(&runs->war, r - 1, object - 1, me - 1, 1);
+      noted_hull_add(v->is_write, object, address + k, address + k + 1);
+      if (w && w != me && !latent && !dead_frame(w - 1, address + k)) run_add(&v->runs->waw, w - 1, object - 1, me - 1, 1);
+      if (r && r != me && !latent && !dead_frame(r - 1, address + k)) run_add(&v->runs->war, r - 1, object - 1, me - 1, 1);
       b->writer = me;
       b->reader = 0;
     }
@@ -648,88 +750,175 @@ static void first_touch(ShadowChunk *c, uint64_t p) {
   for (; p < q; p++) c->touched[p] = 1;
 }
 
-/* One access's bytes [i, i + n) inside chunk c, by task instance me (ids are +1 in shadow).
- * A whole granule whose bytes agree is one step; a partial access that changes nothing (a
- * re-read, a re-write, another object) keeps the granule whole; anything else splits it. */
-static void analyse_in_chunk(ShadowChunk *c, uint64_t base, uint64_t i, uint64_t n, int is_write, int program,
-                             uint32_t me, EdgeRuns *runs) {
-  for (uint64_t end = i + n; i < end;) {
+/* Whole granule g (not split), at address, of object (enabled; latent: it gives no edges). */
+static inline __attribute__((always_inline)) void analyse_granule(ShadowChunk *c, uint64_t g, uint64_t address,
+                                                                  uint32_t object, int latent, int noted, Visit *v) {
+  Granule *x = &c->granule[g];
+  uint32_t w = x->writer, r = x->reader, me = v->me;
+  if (!w) {
+    /* Not written since its object began: calloc's writer, or nobody. */
+    uint64_t p = g / PAGE_GRANULES;
+    w = c->page_writer[p];
+    if (!r && !c->touched[p]) first_touch(c, p);
+  }
+  if (!v->is_write) {
+    if (r == me) return;
+    *x = (Granule) { w, me };
+    if (w == me) return;
+    if (noted && (!w || fragments[w - 1].instance != me_instance)) hull_add(0, object, address, address + GRANULE);
+    if (w && !latent && !dead_frame(w - 1, address)) run_add(&v->runs->raw, w - 1, object - 1, me - 1, GRANULE);
+  } else {
+    if (w == me && !r) return;
+    if (noted) hull_add(1, object, address, address + GRANULE);
+    if (!latent && w && w != me && !dead_frame(w - 1, address)) run_add(&v->runs->waw, w - 1, object - 1, me - 1, GRANULE);
+    if (!latent && r && r != me && !dead_frame(r - 1, address)) run_add(&v->runs->war, r - 1, object - 1, me - 1, GRANULE);
+    *x = (Granule) { me, 0 };
+  }
+}
+
+/* The bytes [i, end) of one page of chunk c (at base), granule by granule. A whole granule whose
+ * bytes agree is one step; a partial access that changes nothing (a re-read, a re-write,
+ * another object) keeps the granule whole; anything else splits it. */
+static void analyse_bytes(ShadowChunk *c, uint64_t base, uint64_t i, uint64_t end, Visit *v) {
+  while (i < end) {
     uint64_t g = i / GRANULE, off = i % GRANULE, take = GRANULE - off < end - i ? GRANULE - off : end - i;
     uint64_t p = g / PAGE_GRANULES;
     Granule *x = &c->granule[g];
-    uint32_t w = x->writer, r = x->reader;
     i += take;
-    if (!(w & SPLIT)) {
+    if (!(x->writer & SPLIT)) {
       uint32_t object = c->page_object[p] ? c->page_object[p] : c->object[g];
-      if (!object_enabled(object, program)) continue;
+      if (!object_enabled(object, v->program)) continue;
+      if (take == GRANULE) {
+        analyse_granule(c, g, base + g * GRANULE, object, objects[object - 1].latent, !private_access, v);
+        continue;
+      }
+      uint32_t w = x->writer, r = x->reader;
       if (!w) {
-        /* Not written since its object began: calloc's writer, or nobody. */
         w = c->page_writer[p];
         if (!r && !c->touched[p]) first_touch(c, p);
       }
-      if (!is_write) {
-        if (r == me) continue;
-        if (take == GRANULE) {
-          *x = (Granule) { w, me };
-          if (w != me && !same_instance(w, me)) note_access(object, base + g * GRANULE, base + (g + 1) * GRANULE, 0);
-          if (w && w != me && !dead_frame(w - 1, base + g * GRANULE))
-            run_add(&runs->raw, w - 1, object - 1, me - 1, GRANULE);
-          continue;
-        }
-      } else {
-        if (w == me && !r) continue;
-        if (take == GRANULE) {
-          note_access(object, base + g * GRANULE, base + (g + 1) * GRANULE, 1);
-          if (w && w != me && !dead_frame(w - 1, base + g * GRANULE))
-            run_add(&runs->waw, w - 1, object - 1, me - 1, GRANULE);
-          if (r && r != me && !dead_frame(r - 1, base + g * GRANULE))
-            run_add(&runs->war, r - 1, object - 1, me - 1, GRANULE);
-          *x = (Granule) { me, 0 };
-          continue;
-        }
-      }
+      if (v->is_write ? w == v->me && !r : r == v->me) continue;
       if (!split(c, g)) continue;
     }
-    analyse_split(&splits[x->writer & ~SPLIT], base + g * GRANULE, off, take, is_write, program, me, runs);
+    analyse_split(&splits[x->writer & ~SPLIT], base + g * GRANULE, off, take, v);
     maybe_join(c, g);
   }
 }
 
-static void analyse_range(uint64_t address, uint64_t end, int is_write, int program, uint32_t me, EdgeRuns *runs);
+/* Whole granules [i, end) of page p, wholly inside object: the object is looked at once. */
+static inline __attribute__((always_inline)) void analyse_page(ShadowChunk *c, uint64_t base, uint64_t i, uint64_t end, uint32_t object, Visit *v) {
+  if (!object_enabled(object, v->program)) return;
+  int latent = objects[object - 1].latent;
+  for (uint64_t g = i / GRANULE; g < end / GRANULE; g++)
+    if (c->granule[g].writer & SPLIT) {
+      analyse_split(&splits[c->granule[g].writer & ~SPLIT], base + g * GRANULE, 0, GRANULE, v);
+      maybe_join(c, g);
+    } else {
+      analyse_granule(c, g, base + g * GRANULE, object, latent, !private_access, v);
+    }
+}
+
+/* One access's bytes [i, i + n) inside chunk c (at base), page by page. */
+static void analyse_in_chunk(ShadowChunk *c, uint64_t base, uint64_t i, uint64_t n, Visit *v) {
+  for (uint64_t end = i + n; i < end;) {
+    uint64_t page_end = (i | (PAGE - 1)) + 1, stop = end < page_end ? end : page_end;
+    uint32_t object = c->page_object[i / PAGE];
+    if (object && !((i | stop) % GRANULE)) analyse_page(c, base, i, stop, object, v);
+    else analyse_bytes(c, base, i, stop, v);
+    i = stop;
+  }
+}
+
+static void analyse_range(uint64_t address, uint64_t end, Visit *v) {
+  while (address < end) {
+    uint64_t chunk_end = (address | (CHUNK_SIZE - 1)) + 1;
+    uint64_t stop = end < chunk_end ? end : chunk_end;
+    ShadowChunk *c = chunk_of(address, 0);
+    if (c) analyse_in_chunk(c, address & ~(CHUNK_SIZE - 1), address & (CHUNK_SIZE - 1), stop - address, v);
+    address = stop;
+  }
+}
+
+/* What the plain path (analyse_plain) knows of a page, kept during one flush, in which objects
+ * and pages' words do not change: a page outside the stack and wholly inside one object (PLAIN),
+ * one without shadow (nothing to analyse: SKIP), or any other (analyse's loops). The two pages
+ * looked up last are kept: a loop goes through a few arrays at a time. */
+enum { NOT_PLAIN, PLAIN, SKIP };
+typedef struct { uint64_t page; ShadowChunk *c; ObjectRow *o; uint32_t object, kind; } PlainPage;
+static PlainPage plain_pages[2];
+static uint32_t plain_older;
+
+static void forget_plain_pages(void) {
+  plain_pages[0].page = plain_pages[1].page = UINT64_MAX;
+}
+
+static __attribute__((noinline)) PlainPage *plain_page(uint64_t page) {
+  PlainPage *e = &plain_pages[plain_older];
+  uint64_t address = page * PAGE;
+  plain_older ^= 1;
+  e->page = page;
+  e->c = chunk_of(address, 0);
+  e->object = e->c ? e->c->page_object[(address & (CHUNK_SIZE - 1)) / PAGE] : 0;
+  e->o = e->object ? &objects[e->object - 1] : NULL;
+  e->kind = !e->c ? SKIP : !e->object || (address < tr_state.stack_high && address + PAGE > tr_state.stack_low)
+            ? NOT_PLAIN : PLAIN;
+  return e;
+}
+
+/* The common access, analysed without the stack's, chunks' and pages' loops: whole granules,
+ * none split, of one page that is wholly inside one object, outside the thread's stack. 0 if the
+ * access is not such (nothing analysed then). */
+static inline __attribute__((always_inline)) int analyse_plain(uint64_t address, uint64_t size, int is_write,
+                                                               int program, uint32_t me, EdgeRuns *runs) {
+  uint64_t page = address / PAGE;
+  /* One aligned granule (most accesses) is inside a page; anything else is checked. */
+  if ((size != GRANULE || address % GRANULE)
+      && ((address | size) % GRANULE || size - 1 >= PAGE || (address & (PAGE - 1)) + size > PAGE))
+    return 0;
+  PlainPage *e = &plain_pages[0];
+  if (e->page != page) {
+    e = &plain_pages[1];
+    if (e->page != page) e = plain_page(page);
+  }
+  plain_older = e == plain_pages;
+  if (e->kind != PLAIN) return e->kind == SKIP;
+  ShadowChunk *c = e->c;
+  uint64_t first = (address & (CHUNK_SIZE - 1)) / GRANULE, last = first + size / GRANULE;
+  for (uint64_t g = first; g < last; g++)
+    if (c->granule[g].writer & SPLIT) return 0;
+  ObjectRow *o = e->o;
+  if (program && o->latent) o->latent = 0;
+  if (o->disabled) return 1;
+  Visit v = { me, is_write, program, runs };
+  if (size == GRANULE)   /* most accesses: one granule, without the loop */
+    analyse_granule(c, first, address, e->object, o->latent, 1, &v);
+  else
+    for (uint64_t g = first; g < last; g++) analyse_granule(c, g, address + (g - first) * GRANULE, e->object, o->latent, 1, &v);
+  return 1;
+}
 
 /* The part of an access inside the thread's stack is analysed one owner's private stack at a time,
  * innermost first, each with its owner's floor (dead_frame): the open instances', then main's,
  * which is the rest of the stack (main's code is a parent like any other: it never depends on a
  * child's dead frames). The running instance's own private stack is not a clause of the task for
  * hints (private_access); main's accesses are all noted. */
-static void analyse(uint64_t address, uint64_t size, int is_write, int program, uint32_t me, EdgeRuns *runs) {
+static void analyse(uint64_t address, uint64_t size, Visit *v) {
   uint64_t end = address + size;
   if (address < tr_state.stack_high && end > tr_state.stack_low) {
     owned_stack = 1;
-    running = tasks[tr_state.current].instance;
+    running = me_instance;
     for (uint32_t d = tr_state.depth + 1; d-- > 0 && address < end;) {
-      uint64_t top = d ? instance_top[open_tasks[d - 1]] : tr_state.stack_high, stop = end < top ? end : top;
+      uint64_t top = d ? instance_top(open_tasks[d - 1].instance) : tr_state.stack_high, stop = end < top ? end : top;
       if (address >= top) continue;
-      edge_floor = d ? open_tasks[d - 1] : main_instance;
+      edge_floor = d ? open_tasks[d - 1].instance : main_instance;
       private_access = d && d == tr_state.depth;
-      analyse_range(address, stop, is_write, program, me, runs);
+      analyse_range(address, stop, v);
       address = stop;
     }
     owned_stack = private_access = 0;
     if (address >= end) return;
   }
-  analyse_range(address, end, is_write, program, me, runs);
-}
-
-static void analyse_range(uint64_t address, uint64_t end, int is_write, int program, uint32_t me, EdgeRuns *runs) {
-  while (address < end) {
-    uint64_t chunk_end = (address | (CHUNK_SIZE - 1)) + 1;
-    uint64_t stop = end < chunk_end ? end : chunk_end;
-    ShadowChunk *c = chunk_of(address, 0);
-    if (c) analyse_in_chunk(c, address & ~(CHUNK_SIZE - 1), address & (CHUNK_SIZE - 1), stop - address, is_write,
-                            program, me, runs);
-    address = stop;
-  }
+  analyse_range(address, end, v);
 }
 
 /* Communication patterns (patterns.c, only under trace --mpi): every record goes there too. */
@@ -745,15 +934,23 @@ void tr_flush(void) {
   tr_state.accesses += (uint64_t) (end - r);
   tr_state.flushes++;
   EdgeRuns runs = { { 0, 0, DEP_RAW, 0 }, { 0, 0, DEP_WAW, 0 }, { 0, 0, DEP_WAR, 0 } };
-  last_access = NULL;   /* rows are the running fragment's: a flush is one fragment's */
+  me_instance = fragments[me - 1].instance;
+  running_cuts = tr_state.depth && open_tasks[tr_state.depth - 1].instance == me_instance
+                 ? &open_tasks[tr_state.depth - 1] : NULL;
+  forget_recent_rows();   /* rows are the running fragment's: a flush is one fragment's */
+  forget_plain_pages();
   for (; r < end; r++) {
     if (tr_patterns_on && tr_pattern_record(r->address, r->info)) continue;
     uint32_t info = (uint32_t) r->info;
-    analyse(r->address, info & ACCESS_SIZE_MASK, (info & ACCESS_WRITE) != 0, (info & ACCESS_PROGRAM) != 0, me, &runs);
+    int is_write = (info & ACCESS_WRITE) != 0, program = (info & ACCESS_PROGRAM) != 0;
+    if (analyse_plain(r->address, info & ACCESS_SIZE_MASK, is_write, program, me, &runs)) continue;
+    Visit v = { me, is_write, program, &runs };
+    analyse(r->address, info & ACCESS_SIZE_MASK, &v);
   }
   run_flush(&runs.raw, me - 1);
   run_flush(&runs.waw, me - 1);
   run_flush(&runs.war, me - 1);
+  for (int k = 0; k < 4; k++) hull_spill(k / 2, k % 2);
 }
 
 /* Stalker callout signature: (GumCpuContext *, gpointer). */
@@ -885,24 +1082,42 @@ void tr_mark_written(uint64_t address, uint64_t size) {
 
 /* ---- task instances ---- */
 
-/* A new fragment; instance NO_PARENT starts a new instance with this fragment. */
-static int64_t new_fragment(uint32_t name, uint32_t parent, uint32_t instance) {
-  if (task_count == task_capacity) {
-    TaskRow *grown = grow(tasks, &task_capacity, sizeof(TaskRow));
+static uint64_t running_pred = NO_PARENT;   /* the running fragment's predecessor in the schedule */
+static uint64_t critical_path;
+
+/* Fragment f (the running one) is over: where its longest path through the task graph ends,
+ * the schedule of tareador/taskgraph/metrics.py (T-infinity): after its predecessor (its
+ * instance's previous fragment, or for an instance's first the fragment that created it) and
+ * after its RAW sources, which all ended before it. */
+static void end_fragment(uint64_t f) {
+  uint64_t start = running_pred == NO_PARENT ? 0 : fragments[running_pred].finish;
+  if (running_raw > start) start = running_raw;
+  fragments[f].finish = start + task_rows[f - task_first].instructions;
+  if (fragments[f].finish > critical_path) critical_path = fragments[f].finish;
+}
+
+/* A new fragment after pred (NO_PARENT: none); instance NO_PARENT starts a new instance with
+ * this fragment. Every row before it is final: a full buffer of them leaves. */
+static int64_t new_fragment(uint32_t name, uint32_t parent, uint32_t instance, uint32_t pred) {
+  if (task_count == fragment_capacity) {
+    Fragment *grown = grow(fragments, &fragment_capacity, sizeof(Fragment));
     if (!grown) return -1;
-    tasks = grown;
+    fragments = grown;
   }
-  if (task_count == top_capacity) {
-    uint64_t *grown = grow(instance_top, &top_capacity, sizeof(uint64_t));
-    if (!grown) return -1;
-    instance_top = grown;
+  if (task_count) end_fragment(task_count - 1);
+  if (task_count - task_first == table_rows) {
+    uint64_t rows = table_rows;
+    write_rows(task_file, task_rows, &rows, sizeof(TaskRow));
+    task_first = task_count;
   }
-  instance_top[task_count] = 0;
-  TaskRow *t = &tasks[task_count];
+  TaskRow *t = &task_rows[task_count - task_first];
   t->name = name; t->parent = parent; t->pad = 0;
   t->instance = instance == NO_PARENT ? (uint32_t) task_count : instance;
   instance_count += instance == NO_PARENT && parent != NO_PARENT;
   t->start = t->end = tr_state.instructions; t->instructions = 0;
+  fragments[task_count] = (Fragment) { t->instance, 0, 0 };
+  running_pred = pred;
+  running_raw = 0;
   return (int64_t) task_count++;
 }
 
@@ -916,7 +1131,7 @@ static uint32_t intern(const char *name) {
 
 /* Charge the instructions executed since the last switch to the running instance. */
 static void settle(void) {
-  TaskRow *t = &tasks[tr_state.current];
+  TaskRow *t = &task_rows[tr_state.current - task_first];
   t->instructions += tr_state.instructions - last_switch;
   t->end = tr_state.instructions;
   last_switch = tr_state.instructions;
@@ -931,17 +1146,17 @@ static void fail(uint32_t error, uint32_t name, uint64_t site) {
 }
 
 static void begin_main_fragment(void) {
-  int64_t id = new_fragment(0, NO_PARENT, main_instance);
+  int64_t id = new_fragment(0, NO_PARENT, main_instance, last_main);
   if (id < 0) return;
-  tr_state.current = (uint32_t) id;
-  main_instance = tasks[id].instance;
+  tr_state.current = last_main = (uint32_t) id;
+  main_instance = fragments[id].instance;
 }
 
-/* A child ended: its parent instance goes on in a new fragment. */
-static void resume_instance(uint32_t instance) {
-  TaskRow *first = &tasks[instance];
-  int64_t id = new_fragment(first->name, first->parent, instance);
-  if (id >= 0) tr_state.current = (uint32_t) id;
+/* A child ended: the instance open at depth d goes on in a new fragment. */
+static void resume_instance(uint32_t d) {
+  OpenTask *open = &open_tasks[d];
+  int64_t id = new_fragment(open->name, open->parent, open->instance, open->last);
+  if (id >= 0) tr_state.current = open->last = (uint32_t) id;
 }
 
 /* ---- stack frames: named by the function that owns them ----
@@ -1061,7 +1276,11 @@ void tr_marker(uint32_t kind, uint64_t argument, uint64_t sp, uint64_t return_ad
    * task function's return comes back from the call that was its body: that one stays.) */
   CallRow *last_call = call_count ? &call_rows[call_count - 1] : NULL;
   if (last_call && last_call->fragment == tr_state.current && last_call->site + 5 == return_address
-      && !returning_from_function && !entering_function) call_count--, cuts_of = UINT32_MAX;
+      && !returning_from_function && !entering_function) {
+    call_count--;
+    call_fragment = NO_PARENT;
+    if (tr_state.depth) open_tasks[tr_state.depth - 1].cut_count = 0;
+  }
   switch (kind) {
   case MARK_ON:
     if (tr_state.following) break;
@@ -1076,7 +1295,7 @@ void tr_marker(uint32_t kind, uint64_t argument, uint64_t sp, uint64_t return_ad
     tr_state.following = 0;
     restore_return_addresses();
     if (tr_state.depth)
-      fail(ERROR_OPEN_AT_OFF, tasks[open_tasks[tr_state.depth - 1]].name, return_address);
+      fail(ERROR_OPEN_AT_OFF, open_tasks[tr_state.depth - 1].name, return_address);
     tr_state.depth = 0;
     break;
   case MARK_START: {
@@ -1085,22 +1304,23 @@ void tr_marker(uint32_t kind, uint64_t argument, uint64_t sp, uint64_t return_ad
     if (tr_state.depth == MAX_DEPTH) { fail(ERROR_TOO_DEEP, name, return_address); break; }
     note_task_site(return_address);
     register_frames(sp, rbp);
-    int64_t id = new_fragment(name, tr_state.current, NO_PARENT);
+    int64_t id = new_fragment(name, tr_state.current, NO_PARENT, tr_state.current);
     if (id < 0) break;
-    open_tasks[tr_state.depth++] = (uint32_t) id;
+    open_tasks[tr_state.depth++] = (OpenTask) { (uint32_t) id, (uint32_t) id, name, tr_state.current };
     tr_state.current = (uint32_t) id;
-    instance_top[id] = sp + 8;   /* the creator's stack pointer before its call: the slot of that
-                                  * call's return address is the task's (it returns through it) */
+    /* The creator's stack pointer before its call: the slot of that call's return address is
+     * the task's (it returns through it). */
+    uint64_t top = sp + 8 - tr_state.stack_low;
+    fragments[id].top = sp + 8 <= tr_state.stack_low ? 0 : top > UINT32_MAX ? UINT32_MAX : (uint32_t) top;
     break;
   }
   case MARK_END: {
     uint32_t name = intern((const char *) argument);
     settle();
     if (!tr_state.depth) { fail(ERROR_END_WITHOUT_START, name, return_address); break; }
-    uint32_t open = open_tasks[tr_state.depth - 1];
-    if (tasks[open].name != name) fail(ERROR_END_MISMATCH, name, return_address);
+    if (open_tasks[tr_state.depth - 1].name != name) fail(ERROR_END_MISMATCH, name, return_address);
     tr_state.depth--;
-    if (tr_state.depth) resume_instance(open_tasks[tr_state.depth - 1]);
+    if (tr_state.depth) resume_instance(tr_state.depth - 1);
     else begin_main_fragment();
     break;
   }
@@ -1175,7 +1395,11 @@ void tr_function_return(uint64_t sp) {
 static uint64_t mpi_entered_at;   /* the outermost MPI call under way, if mpi_inside */
 static uint32_t mpi_inside;
 
-/* The run ends (exit, crash, interrupt): charge what ran since the last marker. */
+static AddressSet object_sites;   /* of the objects listed with a site, for the agent to describe */
+
+/* The run ends (exit, crash, interrupt): charge what ran since the last marker; every table
+ * leaves. */
+
 void tr_finish(void) {
   tr_flush();
   /* Ended while waiting inside an MPI call (a timeout, another rank's crash, MPI_Abort): the
@@ -1183,8 +1407,18 @@ void tr_finish(void) {
   if (mpi_inside) tr_state.instructions = mpi_entered_at;
   if (tr_state.following) settle();
   if (tr_state.following && tr_state.depth)
-    fail(ERROR_OPEN_AT_OFF, tasks[open_tasks[tr_state.depth - 1]].name, 0);
+    fail(ERROR_OPEN_AT_OFF, open_tasks[tr_state.depth - 1].name, 0);
   tr_state.following = 0;
+  if (task_count) end_fragment(task_count - 1);
+  uint64_t rows = task_count - task_first;
+  write_rows(task_file, task_rows, &rows, sizeof(TaskRow));
+  task_first = task_count;
+  write_edges();
+  write_accesses();
+  write_rows(call_file, call_rows, &call_count, sizeof(CallRow));
+  tr_table_append(tr_table_open("objects.bin"), objects, object_count * sizeof(ObjectRow));
+  for (uint64_t i = 0; i < object_count; i++)
+    if (objects[i].kind != KIND_GLOBAL && !objects[i].latent && objects[i].site) set_add(&object_sites, objects[i].site);
 }
 
 /* Allocator calls: their own accesses (headers, tcache links, realloc's copy) are not the
@@ -1277,13 +1511,36 @@ static uint64_t xsave_bytes(void) {
   return __get_cpuid_count(0xd, 0, &a, &b, &c, &d) ? b : 512;
 }
 
-int tr_init(uint64_t buffer_records, uint64_t stack_low, uint64_t stack_high) {
+extern int tr_tables_directory(const char *path);
+
+/* Memory aligned to its size rounded up to a power of two: it never crosses a 4 GiB boundary
+ * (the transform compares the record buffer's cursor with its limit by their low 32 bits). */
+static void *aligned_map(uint64_t bytes) {
+  uint64_t size = 1;
+  while (size < bytes) size *= 2;
+  char *p = map(2 * size);
+  return p ? (void *) (((uint64_t) p + size - 1) & ~(size - 1)) : NULL;
+}
+
+/* Returns 0, -1 when out of memory, -2 when the table files cannot be made in the directory
+ * tables (tr_tables_error says why). rows: the rows each streamed table keeps in memory. */
+int tr_init(uint64_t buffer_records, uint64_t rows, const char *tables, uint64_t stack_low, uint64_t stack_high) {
   tr_xsave_bytes = xsave_bytes();
+  table_rows = rows ? rows : 1;
+  uint64_t slots = 16;
+  while (slots < 2 * table_rows) slots *= 2;
   directory = map(DIRECTORY_SIZE * sizeof(ShadowChunk *));
-  tr_state.buffer = map(buffer_records * sizeof(AccessRecord));
-  edge_slots = map(1024 * sizeof(uint32_t));
-  slot_mask = 1023;
-  if (!directory || !tr_state.buffer || !edge_slots) return -1;
+  tr_state.buffer = aligned_map(buffer_records * sizeof(AccessRecord));
+  edge_slots = map(slots * sizeof(uint32_t));
+  slot_mask = slots - 1;
+  task_rows = map(table_rows * sizeof(TaskRow));
+  edges = map(table_rows * sizeof(EdgeRow));
+  access_rows = map(table_rows * sizeof(AccessRow));
+  call_rows = map(table_rows * sizeof(CallRow));
+  if (!directory || !tr_state.buffer || !edge_slots || !task_rows || !edges || !access_rows || !call_rows) return -1;
+  if (tr_tables_directory(tables) || (task_file = tr_table_open("tasks.bin")) < 0
+      || (edge_file = tr_table_open("edges.bin")) < 0 || (access_file = tr_table_open("accesses.bin")) < 0
+      || (call_file = tr_table_open("calls.bin")) < 0) return -2;
   tr_state.buffer_records = buffer_records;
   tr_state.cursor = tr_state.buffer;
   /* Headroom: a block checks the limit once, then may append up to this many records. */
@@ -1322,17 +1579,20 @@ uint64_t tr_original(uint64_t pc) {
   return best;
 }
 
-/* Accessors for the agent, which copies the tables out at the end of the run. */
-TaskRow *tr_tasks(uint64_t *count) { *count = task_count; return tasks; }
-ObjectRow *tr_objects(uint64_t *count) { *count = object_count; return objects; }
-EdgeRow *tr_edges(uint64_t *count) { *count = edge_count; return edges; }
-AccessRow *tr_accesses(uint64_t *count) { *count = access_count; return access_rows; }
-CallRow *tr_calls(uint64_t *count) { *count = call_count; return call_rows; }
-/* Counters and the first annotation error, for progress reports and the final summary. */
-void tr_status(uint64_t out[9]) {
+/* The code addresses the agent describes at the end (tr_finish): objects' allocation sites
+ * (which = 0) and the sites of task bodies' calls (which = 1). */
+const uint64_t *tr_sites(uint32_t which, uint64_t *count) {
+  const AddressSet *set = which ? &call_sites : &object_sites;
+  *count = set->count;
+  return set->values;
+}
+/* Counters, the first annotation error and T-infinity (after tr_finish), for progress reports
+ * and the final summary. */
+void tr_status(uint64_t out[10]) {
   out[0] = tr_state.accesses; out[1] = tr_state.flushes; out[2] = task_count;
   out[3] = tr_state.error; out[4] = tr_state.error_task; out[5] = tr_state.error_name;
   out[6] = tr_state.error_site; out[7] = tr_state.instructions; out[8] = instance_count;
+  out[9] = critical_path;
 }
 const char *tr_name(uint32_t i) { return i < name_count ? names[i] : NULL; }
 uint32_t tr_name_count(void) { return name_count; }

@@ -95,45 +95,82 @@ typedef struct { x86_op_mem mem; guint32 size; guint32 write; gboolean xlat; } A
 
 #define MAX_ACCESSES 8
 
-/* Computes the access's address into rax, with rax and rbx pushed below the red zone. */
-static void put_address (GumX86Writer * w, const cs_insn * insn, const Access * a)
+/* Computes the access's address into register dst (0 rax, 3 rbx), with rax and rbx pushed
+ * below the red zone and holding their own values. */
+static void put_address (GumX86Writer * w, const cs_insn * insn, const Access * a, int dst)
 {
   static const guint8 zero_extend_al[] = { 0x0f, 0xb6, 0xc0 };   /* movzx eax, al */
   const x86_op_mem * m = &a->mem;
   if (a->xlat)
   {
     gum_x86_writer_put_bytes (w, zero_extend_al, sizeof (zero_extend_al));
-    put_lea (w, 0 /* rax */, 3 /* rbx */, 0 /* rax */, 1, 0);
+    put_lea (w, dst, 3 /* rbx */, 0 /* rax */, 1, 0);
     return;
   }
   if (m->base == X86_REG_RIP)
   {
-    gum_x86_writer_put_mov_reg_address (w, GUM_X86_RAX, insn->address + insn->size + m->disp);
+    gum_x86_writer_put_mov_reg_address (w, dst == 0 ? GUM_X86_RAX : GUM_X86_RBX, insn->address + insn->size + m->disp);
     return;
   }
   int base = m->base == X86_REG_INVALID ? -1 : register_number (m->base);
   int index = m->index == X86_REG_INVALID ? -1 : register_number (m->index);
-  put_lea (w, 0 /* rax */, base, index, m->scale, (gint32) (m->disp + (base == 4 ? RED_ZONE + 16 : 0)));
+  put_lea (w, dst, base, index, m->scale, (gint32) (m->disp + (base == 4 ? RED_ZONE + 16 : 0)));
 }
 
-/* Appends the record {address, flags | size}. */
-static void put_record (GumX86Writer * w, const cs_insn * insn, const Access * a, guint32 flags)
+/* The inline code keeps rax and rbx below the red zone while it records: saved, they are
+ * free, and [rsp + 8], [rsp] hold the program's values. */
+static void put_save (GumX86Writer * w)
 {
   gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, -RED_ZONE);
   gum_x86_writer_put_push_reg (w, GUM_X86_RAX);
   gum_x86_writer_put_push_reg (w, GUM_X86_RBX);
-  put_address (w, insn, a);
-  gum_x86_writer_put_mov_reg_address (w, GUM_X86_RBX, GUM_ADDRESS (&tr_state));
-  gum_x86_writer_put_mov_reg_reg_ptr (w, GUM_X86_RBX, GUM_X86_RBX);
-  gum_x86_writer_put_mov_reg_ptr_reg (w, GUM_X86_RBX, GUM_X86_RAX);
-  gum_x86_writer_put_mov_reg_u32 (w, GUM_X86_EAX, flags | a->size);
-  gum_x86_writer_put_mov_reg_offset_ptr_reg (w, GUM_X86_RBX, 8, GUM_X86_RAX);
-  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RBX, GUM_X86_RBX, 16);
-  gum_x86_writer_put_mov_reg_address (w, GUM_X86_RAX, GUM_ADDRESS (&tr_state));
-  gum_x86_writer_put_mov_reg_ptr_reg (w, GUM_X86_RAX, GUM_X86_RBX);
+}
+
+static void put_restore (GumX86Writer * w)
+{
   gum_x86_writer_put_pop_reg (w, GUM_X86_RBX);
   gum_x86_writer_put_pop_reg (w, GUM_X86_RAX);
   gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, RED_ZONE);
+}
+
+/* Saved registers (*saved), or not, as wanted. */
+static void put_registers (GumX86Writer * w, gboolean * saved, gboolean want)
+{
+  if (*saved && !want)
+    put_restore (w);
+  else if (!*saved && want)
+    put_save (w);
+  *saved = want;
+}
+
+static gboolean uses_register (const Access * a, x86_reg r)
+{
+  return a->xlat || a->mem.base == r || a->mem.index == r;
+}
+
+/* Appends the record {address, flags | size}, registers saved; fresh: rax and rbx still hold
+ * the program's values (else they are reloaded where the address needs them). The cursor is
+ * moved with absolute loads and stores (movabs): no register holds tr_state's address. */
+static void put_record (GumX86Writer * w, const cs_insn * insn, const Access * a, guint32 flags, gboolean fresh)
+{
+  static const guint8 reload_rax[] = { 0x48, 0x8b, 0x44, 0x24, 0x08 };   /* mov rax, [rsp+8] */
+  static const guint8 reload_rbx[] = { 0x48, 0x8b, 0x1c, 0x24 };         /* mov rbx, [rsp] */
+  static const guint8 store_address[] = { 0x48, 0x89, 0x18 };            /* mov [rax], rbx */
+  static const guint8 next[] = { 0x48, 0x8d, 0x40, 0x10 };               /* lea rax, [rax+16] */
+  guint8 load_cursor[10] = { 0x48, 0xa1 }, store_cursor[10] = { 0x48, 0xa3 };   /* movabs rax, [c]; movabs [c], rax */
+  guint8 store_info[8] = { 0x48, 0xc7, 0x40, 0x08 };                     /* mov qword [rax+8], imm32 */
+  *(guint64 *) (load_cursor + 2) = *(guint64 *) (store_cursor + 2) = GUM_ADDRESS (&tr_state);
+  *(guint32 *) (store_info + 4) = flags | a->size;   /* sign-extended: shadow.c reads the low half */
+  if (!fresh && uses_register (a, X86_REG_RAX))
+    gum_x86_writer_put_bytes (w, reload_rax, sizeof (reload_rax));
+  if (!fresh && uses_register (a, X86_REG_RBX))
+    gum_x86_writer_put_bytes (w, reload_rbx, sizeof (reload_rbx));
+  put_address (w, insn, a, 3 /* rbx */);
+  gum_x86_writer_put_bytes (w, load_cursor, sizeof (load_cursor));
+  gum_x86_writer_put_bytes (w, store_address, sizeof (store_address));
+  gum_x86_writer_put_bytes (w, store_info, sizeof (store_info));
+  gum_x86_writer_put_bytes (w, next, sizeof (next));
+  gum_x86_writer_put_bytes (w, store_cursor, sizeof (store_cursor));
 }
 
 /* A time record {instruction counter, all ones}: the counter already includes this block, so the
@@ -578,7 +615,7 @@ static void put_element_records (GumX86Writer * w, const cs_insn * insn, const E
   gum_x86_writer_put_push_reg (w, GUM_X86_RCX);
   gum_x86_writer_put_push_reg (w, GUM_X86_RDX);
   base.mem.disp += base.mem.base == X86_REG_RSP ? 5 * 8 - 16 : 0;   /* put_address allows for 2 pushes, not 5 */
-  put_address (w, insn, &base);
+  put_address (w, insn, &base, 0 /* rax */);
   gum_x86_writer_put_mov_reg_reg (w, GUM_X86_RDX, GUM_X86_RAX);
   put_mask (w, e);
   gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, -ELEMENT_SPILL);
@@ -673,24 +710,31 @@ static guint put_time_once (GumX86Writer * w, gboolean * untimed)
  * matters when they overlap (push [rsp]). A repeated string instruction appends its records
  * after it ran (put_string_records). *untimed: the block still needs its time record
  * (patterns). *covered: the stack records of this many instructions were put already
- * (stack_run). */
-static guint put_accesses (GumX86Writer * w, const cs_insn * insn, guint32 origin, gboolean * untimed, guint * covered)
+ * (stack_run). *saved: rax and rbx are saved (put_save) as the block's prologue left them;
+ * restored on return. */
+static guint put_accesses (GumX86Writer * w, const cs_insn * insn, guint32 origin, gboolean * untimed, guint * covered,
+                           gboolean * saved)
 {
   const char * m = base_mnemonic (insn);
   Access list[MAX_ACCESSES];
   guint n = 0, records = 0;
   if (touches_no_memory (insn))
+  {
+    put_registers (w, saved, FALSE);
     return 0;
+  }
   guint32 slot = insn->detail->x86.prefix[2] == 0x66 ? 2 : 8, run_bytes = 0;
   ElementAccess element;
   if (element_access (insn, m, &element))
   {
+    put_registers (w, saved, FALSE);
     records = put_time_once (w, untimed);
     put_element_records (w, insn, &element, origin | element.write);
     return records + element.count;
   }
   if (is_repeated_string (insn))
   {
+    put_registers (w, saved, FALSE);
     records = put_time_once (w, untimed);
     put_string_start (w);
     return records;
@@ -710,47 +754,51 @@ static guint put_accesses (GumX86Writer * w, const cs_insn * insn, guint32 origi
       list[before].size = run_bytes;
     }
   }
-  if (n > 0)
+  if (n > 0 && *untimed)
+  {
+    put_registers (w, saved, FALSE);
     records = put_time_once (w, untimed);
+  }
+  gboolean fresh = !*saved;
   for (guint32 write = 0; write <= ACCESS_WRITE; write += ACCESS_WRITE)
     for (guint i = 0; i < n; i++)
       if (list[i].write == write)
       {
-        put_record (w, insn, &list[i], origin | write);
+        put_registers (w, saved, TRUE);
+        put_record (w, insn, &list[i], origin | write, fresh);
+        fresh = FALSE;
         records++;
       }
+  put_registers (w, saved, FALSE);
   return records;
 }
 
-/* Block prologue; returns where the instruction count must be patched in. */
+/* Block prologue, leaving rax and rbx saved (put_save); returns where the instruction count
+ * must be patched in. The flags are kept in ax meanwhile (lahf/seto, then add/sahf in
+ * put_flags_back), far cheaper than pushf/popf. The buffer's limit is compared by its low 32
+ * bits: the buffer never crosses a 4 GiB boundary (shadow.c's tr_init). */
 static guint8 * put_prologue (GumStalkerIterator * it, GumX86Writer * w, gboolean count)
 {
   static const guint8 save_flags[] = { 0x9f, 0x0f, 0x90, 0xc0 };          /* lahf; seto al */
-  static const guint8 compare[] = { 0x51, 0x48, 0x8b, 0x0b, 0x48, 0x3b, 0x4b, 0x08, 0x59 };
-                                                    /* push rcx; mov rcx,[rbx]; cmp rcx,[rbx+8]; pop rcx */
   static const guint8 restore_flags[] = { 0x04, 0x7f, 0x9e };             /* add al,0x7f; sahf */
+  guint8 add_count[8] = { 0x48, 0x81, 0x43, 0x10 };                       /* add qword [rbx+16], imm32 */
+  guint8 compare[6] = { 0x81, 0x3b };                                     /* cmp dword [rbx], imm32 */
   guint8 * patch = NULL;
-  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, -RED_ZONE);
-  gum_x86_writer_put_push_reg (w, GUM_X86_RAX);
-  gum_x86_writer_put_push_reg (w, GUM_X86_RBX);
+  put_save (w);
   gum_x86_writer_put_mov_reg_address (w, GUM_X86_RBX, GUM_ADDRESS (&tr_state));
+  gum_x86_writer_put_bytes (w, save_flags, sizeof (save_flags));
   if (count)
   {
-    static const guint8 add_count[] = { 0x48, 0x8b, 0x43, 0x10, 0x48, 0x8d, 0x80, 0, 0, 0, 0, 0x48, 0x89, 0x43, 0x10 };
-                                   /* mov rax,[rbx+16]; lea rax,[rax+N]; mov [rbx+16],rax */
-    patch = (guint8 *) gum_x86_writer_cur (w) + 7;
+    patch = (guint8 *) gum_x86_writer_cur (w) + 4;
     gum_x86_writer_put_bytes (w, add_count, sizeof (add_count));
   }
-  gum_x86_writer_put_bytes (w, save_flags, sizeof (save_flags));
+  *(guint32 *) (compare + 2) = (guint32) GPOINTER_TO_SIZE (tr_state.limit);
   gum_x86_writer_put_bytes (w, compare, sizeof (compare));
   gconstpointer skip = gum_x86_writer_cur (w);
   gum_x86_writer_put_jcc_near_label (w, X86_INS_JB, skip, GUM_NO_HINT);
   gum_stalker_iterator_put_callout (it, tr_flush_callout, NULL, NULL);
   gum_x86_writer_put_label (w, skip);
   gum_x86_writer_put_bytes (w, restore_flags, sizeof (restore_flags));
-  gum_x86_writer_put_pop_reg (w, GUM_X86_RBX);
-  gum_x86_writer_put_pop_reg (w, GUM_X86_RAX);
-  gum_x86_writer_put_lea_reg_reg_offset (w, GUM_X86_RSP, GUM_X86_RSP, RED_ZONE);
   return patch;
 }
 
@@ -860,7 +908,7 @@ void transform (GumStalkerIterator * it, GumStalkerOutput * output, gpointer use
 {
   GumX86Writer * w = output->writer.x86;
   const cs_insn * insn;
-  gboolean first = TRUE, analyse = FALSE, task_site = FALSE, untimed = tareador_patterns[0] != 0;
+  gboolean first = TRUE, analyse = FALSE, task_site = FALSE, untimed = tareador_patterns[0] != 0, saved = FALSE;
   guint32 origin = 0;
   guint8 * count_patch = NULL;
   guint instructions = 0, unchecked = 0, covered = 0;
@@ -884,6 +932,7 @@ void transform (GumStalkerIterator * it, GumStalkerOutput * output, gpointer use
       if (analyse)
       {
         count_patch = put_prologue (it, w, TRUE);
+        saved = TRUE;
         tareador_blocks[0]++;
       }
     }
@@ -893,9 +942,10 @@ void transform (GumStalkerIterator * it, GumStalkerOutput * output, gpointer use
       if (unchecked > CHECK_EVERY)
       {
         put_prologue (it, w, FALSE);
+        saved = TRUE;
         unchecked = 0;
       }
-      unchecked += put_accesses (w, insn, origin, &untimed, &covered);
+      unchecked += put_accesses (w, insn, origin, &untimed, &covered, &saved);
       if (task_site && insn->id == X86_INS_CALL && insn->size == 5 && insn->bytes[0] == 0xe8)
       {
         gum_stalker_iterator_put_callout (it, on_task_call, GSIZE_TO_POINTER (insn->address), NULL);

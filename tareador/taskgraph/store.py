@@ -16,13 +16,11 @@ from tareador.errors import TraceDirError
 from tareador.files import output_file, write_text
 from tareador.taskgraph.dag import Dag, DependencyCycle, build, topological_order
 from tareador.taskgraph.model import (
-    Access,
     Communicator,
     DataObject,
     Dependency,
     Fragment,
     MpiCall,
-    TaskCall,
     TaskTrace,
 )
 from tareador.taskgraph.tables import Tables
@@ -36,7 +34,7 @@ OWNED = ("tasks.csv", "deps.csv", "objects.csv", "summary.json", "graph.dot", "g
          "authentic.pcf", "whatif-*.png", "whatif.csv", "explore.csv", "explore.png", "mpi.csv", "comms.csv",
          "messages.csv", "patterns.npz", "patterns.csv", "patterns-*.png", "overlap-*.dim", "overlap.csv",
          "overlap.png", "accesses.csv", "calls.csv", "durations.csv", "timing.json", "models.csv", "models.png",
-         "*-measured.dim", "*-measured.pcf", "report.html")
+         "*-measured.dim", "*-measured.pcf", "report.html", "tables/*.npy", "tables/names.json")
 FRAGMENT = [fl.name for fl in fields(Fragment)]  # the columns of tasks.csv
 DEPENDENCY = [fl.name for fl in fields(Dependency)]  # ... of deps.csv
 
@@ -86,12 +84,6 @@ def save(trace: TaskTrace, directory: str | Path) -> Path:
     write_text(d / "summary.json", json.dumps(trace.summary, indent=2, sort_keys=True) + "\n")
     trace.path = str(d)
     return d
-
-
-def save_accesses(directory: str | Path, accesses: list[Access], calls: list[TaskCall]) -> None:
-    """What each fragment read and wrote, and the calls tasks made (``tareador hints``), beside the trace."""
-    write_table(Path(directory) / "accesses.csv", Access, accesses)
-    write_table(Path(directory) / "calls.csv", TaskCall, calls)
 
 
 def save_mpi(directory: str | Path, calls: list[MpiCall], comms: list[Communicator]) -> None:

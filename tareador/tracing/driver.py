@@ -17,12 +17,14 @@ import struct
 import sys
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tareador.errors import TracingError
 from tareador.stopping import stop_signals
 from tareador.tracing import toolchain
 
 BUFFER_RECORDS = 1 << 16  # 1 MiB of records: stays in cache between the inline writes and the analysis
+TABLE_ROWS = 1 << 16  # rows of each result table the agent keeps before appending them to its file
 ADDR_NO_RANDOMIZE = 0x0040000
 PERSONALITY_QUERY = 0xFFFFFFFF
 ELFCLASS64, EM_X86_64, ET_REL, ET_EXEC, ET_DYN, PT_INTERP = 2, 62, 1, 2, 3, 3
@@ -66,8 +68,7 @@ GLIBC_TUNABLES = "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX51
 
 @dataclass
 class AgentResult:
-    meta: dict
-    data: bytes
+    meta: dict  # the run's description; the tables are files in the directory run_agent was given
     exit_status: int | None = None
     detach_reason: str = ""
     warnings: list[str] = field(default_factory=list)
@@ -158,11 +159,12 @@ def _exec_through(device, argv: list[str], env: dict) -> int | None:
         device.off("child-added", on_child)
 
 
-def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RECORDS,
+def run_agent(argv: list[str], tables: Path, *, progress=None, buffer_records: int = BUFFER_RECORDS,
               ignored_modules: tuple[str, ...] = (), system_modules: tuple[str, ...] = (),
               patterns: bool = False, task_functions: tuple = (), explore: bool = False,
               own_libraries: tuple[str, ...] = (), abort_waits: bool = False) -> AgentResult:
-    """Spawn argv under the agent; returns the agent's result (or what is known if none came).
+    """Spawn argv under the agent, which writes its tables into the existing directory tables
+    (decode.py); returns the agent's description of the run (or what is known if none came).
     patterns: also record the communication patterns (tracer_agents/patterns.c; MPI runs);
     task_functions: the TaskFunction entries whose calls are tasks; explore: record them for
     tareador explore (the program's task markers ignored); own_libraries: see agent.js;
@@ -176,7 +178,7 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
 
     def on_message(message, data):
         if message["type"] == "send" and message["payload"].get("type") == "result":
-            result["meta"], result["data"] = message["payload"], data
+            result["meta"] = message["payload"]
             script.post({"type": "ack"})
             done.set()
         elif message["type"] == "error":
@@ -211,6 +213,8 @@ def run_agent(argv: list[str], *, progress=None, buffer_records: int = BUFFER_RE
                     "allocationsSource": sources.allocations,
                     "mpiSource": sources.mpi,
                     "bufferRecords": buffer_records,
+                    "tablesDirectory": str(tables),
+                    "tableRows": TABLE_ROWS,
                     "ignoredModules": list(ignored_modules),
                     "systemModules": list(system_modules),
                     "patterns": patterns,
@@ -267,7 +271,7 @@ def _agent_result(result: dict, argv: list[str]) -> AgentResult:
     if "stopped_by" in result:
         meta["ending"] = {"kind": "interrupt", "signal": result["stopped_by"]}
     ending = meta["ending"]
-    return AgentResult(meta, result["data"], ending.get("status"), result.get("detached", ""))
+    return AgentResult(meta, ending.get("status"), result.get("detached", ""))
 
 
 def _kill(device, pid: int) -> None:

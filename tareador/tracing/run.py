@@ -7,21 +7,28 @@ run ended, by which signal, and whether it is partial.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+
 from tareador.errors import AnnotationError, FunctionError, TracingError
+from tareador.files import write_text
+from tareador.taskgraph import columns
 from tareador.taskgraph.model import TaskTrace
 from tareador.taskgraph.patterns import save_rank_patterns
-from tareador.taskgraph.store import save, save_accesses, save_mpi
-from tareador.tracing import decode, mpi_launch
+from tareador.taskgraph.store import remove_owned, save_mpi
+from tareador.tracing import convert, decode, mpi_launch
 from tareador.tracing.driver import check_program, run_agent
 from tareador.tracing.functions import TaskFunction, program_functions, resolve
 from tareador.version import __version__
@@ -36,6 +43,7 @@ ANNOTATION_ERRORS = {
 
 
 OPEN_AT_END = 3
+NO_PARENT = decode.NO_PARENT
 # Frida's names of the exceptions it catches, by the signal that raised them (SIGBUS is also an
 # access violation; it is rare enough to be named SIGSEGV).
 CRASH_SIGNALS = {"access-violation": "SIGSEGV", "abort": "SIGABRT", "illegal-instruction": "SIGILL",
@@ -195,15 +203,14 @@ def _mpi_warnings(mpi: dict | None, rank: int) -> list[str]:
     return warnings
 
 
-def _function_warnings(functions: list[TaskFunction], tasks, calls) -> list[str]:
+def _function_warnings(functions: list[TaskFunction], figures: convert.TaskFigures, raw: Path) -> list[str]:
     """What became of each --task-function: calls the compiler inlined are no calls; calls the
     program's markers already make tasks are tasks twice."""
-    made = Counter(t.name for t in tasks if t.starts_instance and not t.is_main)
-    doubled = _marked_calls(functions, tasks, calls)
+    doubled = _marked_calls(functions, figures.names, raw) if functions else Counter()
     warnings = []
     for f in functions:
         inlined = f"{f.name} was inlined, compile with -fno-inline or mark it" if f.inlined else ""
-        if not made[f.name]:
+        if not figures.starts[f.name]:
             warnings.append(f"{inlined}: none of its calls became a task" if inlined else
                             f"{f.name} was never called inside the analysed region: it made no task")
         elif inlined:
@@ -216,14 +223,18 @@ def _function_warnings(functions: list[TaskFunction], tasks, calls) -> list[str]
     return warnings
 
 
-def _marked_calls(functions: list[TaskFunction], tasks, calls) -> Counter:
+def _marked_calls(functions: list[TaskFunction], names: list[str], raw: Path) -> Counter:
     """Per task function, its calls that a marked task wraps: the call the function's task
-    recorded as its body (calls.csv) is the one its parent task recorded too."""
-    names = {f.name for f in functions}
-    site = {c.task: (c.module, c.site_offset) for c in calls}
-    instance = {t.id: t.instance for t in tasks}
-    return Counter(t.name for t in tasks if t.starts_instance and t.name in names and t.id in site
-                   and not t.is_main and site.get(instance[t.parent]) == site[t.id])
+    recorded as its body (calls.csv) is the one its parent task recorded too. Calls are in
+    fragment order, one per instance's first fragment."""
+    name, parent, instance = (decode.column(raw, "tasks.bin", c) for c in ("name", "parent", "instance"))
+    task, site = decode.column(raw, "calls.bin", "task"), decode.column(raw, "calls.bin", "site")
+    wanted = np.isin(np.asarray(names, dtype=object), [f.name for f in functions])
+    mine = (parent[task] != NO_PARENT) & wanted[np.minimum(name[task], len(names) - 1)]
+    creator = instance[parent[task[mine]]]
+    at = np.searchsorted(task, creator).clip(max=max(len(task) - 1, 0))
+    same = (task[at] == creator) & (site[at] == site[mine])
+    return Counter(names[code] for code in np.minimum(name[task[mine][same]], len(names) - 1).tolist())
 
 
 def _scope_warning(has_on: bool, analysed: bool, functions: list[TaskFunction], explore: bool) -> str | None:
@@ -238,24 +249,40 @@ def _scope_warning(has_on: bool, analysed: bool, functions: list[TaskFunction], 
     return "the program has no tareador markers: the whole of main was traced as one task"
 
 
-def _task_warnings(has_on: bool, functions: list[TaskFunction], tasks, calls, explore: bool) -> list[str]:
+def _task_warnings(has_on: bool, functions: list[TaskFunction], figures: convert.TaskFigures, raw: Path,
+                   explore: bool) -> list[str]:
     """What the summary says of the tasks: how they were made, and what was analysed."""
     if explore:
         warnings = ["recorded for tareador explore: every call of a candidate function is a task"]
     else:
-        warnings = _function_warnings(functions, tasks, calls)
-    scope = _scope_warning(has_on, bool(tasks), functions, explore)
+        warnings = _function_warnings(functions, figures, raw)
+    scope = _scope_warning(has_on, bool(figures.fragments), functions, explore)
     return warnings + ([scope] if scope else [])
 
 
+@contextlib.contextmanager
+def _agent_tables(out_dir: Path) -> Iterator[Path]:
+    """A private directory inside the trace directory for the agent's table files while the
+    program runs, removed once they are converted (or the trace failed, and then the trace
+    directory too if that left it empty)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    raw = Path(tempfile.mkdtemp(prefix=".tracing-", dir=out_dir))
+    try:
+        yield raw
+    finally:
+        shutil.rmtree(raw, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            out_dir.rmdir()
+
+
 def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: bool = False,
-          task_functions: Sequence[str] = (), explore: bool = False) -> TaskTrace:
+          task_functions: list[str] = (), explore: bool = False) -> TaskTrace:
     """Trace ``argv`` and write ``out_dir`` (with mpi, one rank of a launch: ``out_dir/rank-N``);
     every call of a function named in task_functions is a task instance, as if
     tareador_start_task/end_task surrounded it. Raises AnnotationError after writing if the
     markers are unbalanced. explore: the recording of ``tareador explore`` (the calls of
     task_functions, by default every function of the program, are the only tasks; see
-    tareador.taskgraph.decompose)."""
+    tareador.taskgraph.decompose). The TaskTrace returned reads its rows from the directory."""
     started = time.monotonic()
     check_output(Path(out_dir))
     try:
@@ -265,61 +292,78 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     except FunctionError as e:
         raise TracingError(str(e)) from None
     status = StatusRow.on_stderr() if progress else None
-    try:
-        own = {lib for f in functions if (lib := f.own_library) is not None}
-        result = run_agent(argv, progress=status, patterns=mpi, task_functions=tuple(functions), explore=explore,
-                           own_libraries=tuple(sorted(own)), abort_waits=mpi and mpi_launch.supervised())
-    finally:
-        if status:
-            status.close()
-    meta = result.meta
-    tasks_raw, objects_raw, edges_raw = decode.split_tables(meta, result.data)
+    with _agent_tables(Path(out_dir)) as raw:
+        try:
+            own = {f.own_library for f in functions} - {None}
+            result = run_agent(argv, raw, progress=status, patterns=mpi, task_functions=tuple(functions),
+                               explore=explore, own_libraries=tuple(sorted(own)),
+                               abort_waits=mpi and mpi_launch.supervised())
+        finally:
+            if status:
+                status.close()
+        trace, problem = _write(argv, path, Path(out_dir), raw, result.meta, functions, mpi, explore)
+    trace.summary["tracing_seconds"] = round(time.monotonic() - started, 3)
+    write_text(Path(trace.path) / "summary.json", json.dumps(trace.summary, indent=2, sort_keys=True) + "\n")
+    if problem:
+        raise AnnotationError(problem, trace.path)
+    return trace
+
+
+def _write(argv: list[str], path: str, out_dir: Path, raw: Path, meta: dict, functions: list[TaskFunction],
+           mpi: bool, explore: bool) -> tuple[TaskTrace, str | None]:
+    """The trace directory from the agent's tables (summary.json but its tracing time): the trace
+    and the annotation error, if any."""
+    if meta.get("tables_error"):
+        raise TracingError(f"writing the trace's tables in {out_dir} failed ({meta['tables_error']}): make room "
+                           "there, or choose another -o, and trace again")
+    objects_raw = np.asarray(decode.table(raw, "objects.bin"))
     decode.refine_source_lines(list(meta["sites"].values()) + [s for s in (meta["error"].get("site"),
                                                                            meta["ending"].get("where")) if s])
     objects = decode.object_names(meta, objects_raw)
-    tasks = decode.task_rows(meta, tasks_raw)
-    deps = decode.dependency_rows(edges_raw, objects)
-    accesses, calls = decode.access_rows(meta, result.data, objects)
-    ending, partial, ended_by = _ending(meta, _stop_reason(Path(out_dir)) if mpi and mpi_launch.supervised() else None)
-    warnings = list(meta["warnings"]) + _task_warnings(meta["markers"][0], functions, tasks, calls, explore)
-    problem = _annotation_problem(meta, partial)
+    figures = convert.task_figures(meta, raw)
+    if figures.fragments != meta["fragments"]:
+        raise TracingError(f"the tracer wrote {figures.fragments} of the run's {meta['fragments']} task fragments: "
+                           "trace again")
+    how = _ending(meta, _stop_reason(out_dir) if mpi and mpi_launch.supervised() else None)
+    warnings = list(meta["warnings"]) + _task_warnings(meta["markers"][0], functions, figures, raw, explore)
+    problem = _annotation_problem(meta, how[1])
     mpi_meta = meta["mpi"]
     rank = mpi_meta["rank"] if mpi_meta and mpi_meta["rank"] >= 0 else (launch_rank() or 0)
     if mpi:
-        out_dir = Path(out_dir) / f"rank-{rank}"
-    mpi_calls, comms = decode.mpi_tables(meta, result.data, objects, rank) if mpi_meta else ([], [])
+        out_dir = out_dir / f"rank-{rank}"
+    mpi_calls, comms = decode.mpi_tables(meta, raw, objects_raw, objects, rank) if mpi_meta else ([], [])
     if mpi or mpi_meta:
         warnings += _mpi_warnings(mpi_meta, rank)
     if (meta.get("patterns") or {}).get("dropped"):
         warnings.append(f"{meta['patterns']['dropped']} message buffer(s) beyond the patterns' tables were not "
                         "recorded: tareador patterns and overlap leave those messages out")
-    trace = TaskTrace(tasks, deps, objects, {}, str(out_dir))
-    trace.summary = _summary(argv, path, meta, trace, (ending, partial, ended_by), problem, warnings, started)
+    summary = _summary(argv, path, meta, figures, how, problem, warnings)
     if explore:
-        trace.summary["explore_candidates"] = [f.name for f in functions]
-        trace.summary["explore_libraries"] = {f.name: f.library for f in functions if f.library}
+        summary["explore_candidates"] = [f.name for f in functions]
+        summary["explore_libraries"] = {f.name: f.library for f in functions if f.library}
     elif functions:
-        trace.summary["task_functions"] = [f.name for f in functions]
+        summary["task_functions"] = [f.name for f in functions]
     if mpi or mpi_meta:
-        trace.summary.update(_mpi_summary(mpi_meta, rank, mpi_calls))
-    save(trace, out_dir)
-    save_accesses(out_dir, accesses, calls)
+        summary.update(_mpi_summary(mpi_meta, rank, mpi_calls))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    remove_owned(out_dir)
+    convert.write_all(out_dir, raw, meta, objects_raw, objects, figures.names)
     if mpi or mpi_meta:
         save_mpi(out_dir, mpi_calls, comms)
-    recorded = decode.pattern_tables(meta, result.data)
+    recorded = decode.pattern_tables(meta, raw)
     if recorded is not None:
         save_rank_patterns(out_dir, *recorded, end=meta["instructions"])
-    if problem:
-        raise AnnotationError(problem, str(out_dir))
-    return trace
+    trace = columns.open_trace(out_dir, summary)
+    trace.__dict__["tinf"] = meta["tinf"]  # the agent's, measured over the same schedule (metrics.py)
+    return trace, problem
 
 
-def _summary(argv: list[str], path: str, meta: dict, trace: TaskTrace, how: tuple[str, bool, str | None],
-             problem: str | None, warnings: list[str], started: float) -> dict:
+def _summary(argv: list[str], path: str, meta: dict, figures: convert.TaskFigures,
+             how: tuple[str, bool, str | None], problem: str | None, warnings: list[str]) -> dict:
     """summary.json of a traced process: the run, how it ended (``_ending``), its graph's figures
     (no T∞ when the markers are unbalanced: the graph is not the program's), the warnings."""
     ending, partial, ended_by = how
-    tasks = trace.fragments
+    tinf = meta["tinf"]
     return {
         "program": argv[0],
         "program_path": path,
@@ -328,18 +372,19 @@ def _summary(argv: list[str], path: str, meta: dict, trace: TaskTrace, how: tupl
         "exit_status": meta["ending"].get("status"),
         "signal": ended_by,
         "partial": partial,
-        "instances": trace.instances,
-        "main_fragments": sum(1 for t in tasks if t.is_main),
-        "task_fragments": sum(1 for t in tasks if not t.is_main),
-        "task_types": len(trace.task_types),
-        "t1": trace.t1,
-        "tinf": trace.tinf if problem is None else None,
-        "parallelism": round(trace.parallelism, 4) if problem is None else None,
+        "instances": figures.instances,
+        "main_fragments": figures.main_fragments,
+        "task_fragments": figures.fragments - figures.main_fragments,
+        "task_types": figures.task_types,
+        "t1": figures.t1,
+        "tinf": tinf if problem is None else None,
+        "parallelism": round(figures.t1 / tinf if tinf else 1.0, 4) if problem is None else None,
         "accesses": meta["accesses"],
         "instructions_traced": meta["instructions"],
+        "traced_cpu_seconds": round(meta["cpu_seconds"], 3),
+        "traced_peak_rss_mib": round(meta["peak_rss"] / (1 << 20), 1),
         "traced_threads": "main thread only",
         "annotation_error": problem,
         "warnings": warnings,
-        "tracing_seconds": round(time.monotonic() - started, 3),
         "tool_version": __version__,
     }

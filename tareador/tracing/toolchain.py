@@ -57,10 +57,10 @@ def installed_annotation_library() -> Path:
 
 
 def analysis_library() -> Path:
-    sources = [agents_dir() / name for name in ("shadow.c", "endings.c", "patterns.c")]
-    return build("libtareador_shadow.so", sources,
-                 lambda out, tmp: [[compiler(), "-O2", "-fPIC", "-shared", "-Wall", *map(str, sources),
-                                    "-o", str(out)]])
+    sources = [agents_dir() / name for name in ("shadow.c", "endings.c", "patterns.c", "tables.c")]
+    command = [compiler(), "-O2", "-fPIC", "-shared", "-Wall", *map(str, sources)]
+    return build("libtareador_shadow.so", sources + [agents_dir() / "system.h"],
+                 lambda out, tmp: [[*command, "-o", str(out)]])
 
 
 @dataclass(frozen=True)
