@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -271,7 +272,7 @@ def settle_regions(instances: list[Instance], objects: dict[str, DataObject]) ->
 
 
 def own_locals(settled: Settled, accesses: list[Access], instance_of: dict[int, int],
-               deps: list[Dependency]) -> dict[str, list[str]]:
+               deps: Sequence[Dependency]) -> dict[str, list[str]]:
     """Drop the stack regions no argument names that one instance alone touches (main's code
     counting as one instance): locals of the task's own block, private to it in OpenMP. An
     instance's accesses to its own frames are not recorded (the parent reading what its child

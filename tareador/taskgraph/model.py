@@ -17,6 +17,7 @@ Scheduling semantics every later stage relies on (one model for main and for nes
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -168,8 +169,8 @@ class Communicator:
 class TaskTrace:
     """A loaded trace directory: what ``tareador.load(dir)`` returns (``fragments``: tasks.csv's rows)."""
 
-    fragments: list[Fragment]
-    deps: list[Dependency]
+    fragments: Sequence[Fragment]  # a list, or the mapped tables' Rows (taskgraph/columns.py)
+    deps: Sequence[Dependency]
     objects: list[DataObject]
     summary: dict = field(default_factory=dict)
     path: str | None = None
