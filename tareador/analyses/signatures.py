@@ -8,15 +8,10 @@ argument positions and object names.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
-_ENTRY = re.compile(r"^\s*<(\d+)><([0-9a-f]+)>: Abbrev Number: \d+ \((DW_TAG_\w+)\)")
-_ATTRIBUTE = re.compile(r"^\s*<[0-9a-f]+>\s+(DW_AT_\w+)\s*: (.*)$")
-_VERSION = re.compile(r"^\s*Version:\s*(\d+)")  # a compilation unit's header
+from tareador.tracing.elf import debug_entries, image_base, source_lines
 
 
 @dataclass(frozen=True)
@@ -35,43 +30,6 @@ class Signature:
     caller_variables: tuple[tuple[str, str], ...] = ()
 
 
-def _value(text: str) -> str:
-    """readelf prints strings from .debug_str as '(indirect string, offset: 0x..): name'."""
-    return text.rsplit("): ", 1)[1].strip() if text.startswith("(") and "): " in text else text.strip()
-
-
-@lru_cache(maxsize=8)
-def _dwarf(module: str) -> dict[int, dict]:
-    """Every DWARF entry of module by offset: tag, attributes, children offsets, and the DWARF
-    version of its compilation unit."""
-    if not shutil.which("readelf"):
-        return {}
-    out = subprocess.run(["readelf", "--debug-dump=info", module], capture_output=True, text=True).stdout
-    entries: dict[int, dict] = {}
-    stack: list[int] = []
-    current: dict | None = None
-    version = 0
-    for line in out.splitlines():
-        v = _VERSION.match(line)
-        if v:
-            version = int(v.group(1))
-            continue
-        m = _ENTRY.match(line)
-        if m:
-            depth, offset = int(m.group(1)), int(m.group(2), 16)
-            current = {"tag": m.group(3), "attrs": {}, "children": [], "version": version}
-            entries[offset] = current
-            del stack[depth:]
-            if stack:
-                entries[stack[-1]]["children"].append(offset)
-            stack.append(offset)
-            continue
-        a = _ATTRIBUTE.match(line)
-        if a and current is not None:
-            current["attrs"][a.group(1)] = _value(a.group(2))
-    return entries
-
-
 def _reference(text: str | None) -> int | None:
     m = re.match(r"<0x([0-9a-f]+)>", text or "")
     return int(m.group(1), 16) if m else None
@@ -86,8 +44,7 @@ def _unqualified(entries: dict[int, dict], type_ref: int | None) -> dict | None:
     for _ in range(16):
         if not entry or entry["tag"] not in _QUALIFIERS:
             break
-        type_ref = _reference(entry["attrs"].get("DW_AT_type"))
-        entry = entries.get(type_ref) if type_ref is not None else None
+        entry = entries.get(_reference(entry["attrs"].get("DW_AT_type")))
     return entry
 
 
@@ -97,13 +54,15 @@ def _parameter(entries: dict[int, dict], attrs: dict, n: int) -> Parameter:
     if t and t["tag"] == "DW_TAG_pointer_type":
         pointee = _unqualified(entries, _reference(t["attrs"].get("DW_AT_type")))
         pointee_size = int(pointee["attrs"].get("DW_AT_byte_size", "1"), 0) if pointee else 1
-    floating = t is not None and t["tag"] == "DW_TAG_base_type" and "float" in t["attrs"].get("DW_AT_encoding", "")
+    floating = bool(t) and t["tag"] == "DW_TAG_base_type" and "float" in t["attrs"].get("DW_AT_encoding", "")
     return Parameter(attrs.get("DW_AT_name", f"arg{n + 1}"), pointee_size, floating)
 
 
 def parameters(module: str, function_offset: int) -> tuple[Parameter, ...]:
-    """The formal parameters of the function starting at function_offset (its DW_AT_low_pc)."""
-    entries = _dwarf(module)
+    """The formal parameters of the function starting at function_offset from the module's start
+    (its DW_AT_low_pc, a link address, is that plus the image base)."""
+    entries = debug_entries(module)
+    function_offset += image_base(module)
     for entry in entries.values():
         low = entry["attrs"].get("DW_AT_low_pc")
         if entry["tag"] == "DW_TAG_subprogram" and low and int(low, 16) == function_offset:
@@ -136,8 +95,9 @@ def caller_variables(module: str, site_offset: int) -> tuple[tuple[str, str], ..
     """The parameters and local variables of the function whose code holds the call site, those
     of the functions inlined into it included, each with what its value is: whether a task that
     is passed `x` reaches x's own storage (an array) or what x points at (a pointer). A name
-    declared with different kinds is left out (unknown)."""
-    entries = _dwarf(module)
+    declared with different kinds is left out (unknown). ``site_offset`` from the module's start."""
+    entries = debug_entries(module)
+    site_offset += image_base(module)
     caller = next((e for e in entries.values() if e["tag"] == "DW_TAG_subprogram" and _contains(e, site_offset)), None)
     kinds: dict[str, set[str]] = {}
     pending = list(caller["children"]) if caller else []
@@ -146,21 +106,16 @@ def caller_variables(module: str, site_offset: int) -> tuple[tuple[str, str], ..
         if entry["tag"] in ("DW_TAG_lexical_block", "DW_TAG_inlined_subroutine"):
             pending += entry["children"]
         elif entry["tag"] in ("DW_TAG_variable", "DW_TAG_formal_parameter"):
-            origin = _reference(entry["attrs"].get("DW_AT_abstract_origin"))
-            declared = (entries.get(origin, entry) if origin is not None else entry)["attrs"]
+            declared = entries.get(_reference(entry["attrs"].get("DW_AT_abstract_origin")), entry)["attrs"]
             if "DW_AT_name" in declared:
-                kind = _kind(entries, _reference(declared.get("DW_AT_type")))
-                kinds.setdefault(declared["DW_AT_name"], set()).add(kind)
+                kinds.setdefault(declared["DW_AT_name"], set()).add(_kind(entries, _reference(declared.get("DW_AT_type"))))
     return tuple(sorted((name, k.pop()) for name, k in kinds.items() if len(k) == 1))
 
 
 def _source_line(module: str, offset: int) -> tuple[Path, int] | None:
-    if not shutil.which("addr2line"):
-        return None
-    out = subprocess.run(["addr2line", "-e", module, hex(offset)], capture_output=True, text=True).stdout
-    file, _, line = out.strip().partition(":")
-    line = line.split(" ")[0]
-    return (Path(file), int(line)) if file != "??" and line.isdigit() and Path(file).is_file() else None
+    found = source_lines(module, [offset])
+    where = found[0] if found else None
+    return (Path(where.file), where.line) if where and where.line and Path(where.file).is_file() else None
 
 
 def _split_arguments(text: str, function: str) -> tuple[str, ...]:
@@ -168,8 +123,7 @@ def _split_arguments(text: str, function: str) -> tuple[str, ...]:
     m = re.search(rf"\b{re.escape(function)}\s*\(", text)
     if not m:
         return ()
-    args: list[str] = []
-    depth, current = 0, ""
+    args, depth, current = [], 0, ""
     for ch in text[m.end():]:
         if ch in "([{":
             depth += 1
@@ -187,7 +141,7 @@ def _split_arguments(text: str, function: str) -> tuple[str, ...]:
 
 def call_arguments(module: str, site_offset: int, function: str) -> tuple[str, ...]:
     """The argument expressions of the call of function written at the call site's line (and
-    the lines after it, for a call spread over several)."""
+    the lines after it, for a call spread over several); ``site_offset`` from the module's start."""
     where = _source_line(module, site_offset)
     if where is None:
         return ()
@@ -195,22 +149,8 @@ def call_arguments(module: str, site_offset: int, function: str) -> tuple[str, .
     return _split_arguments(" ".join(lines[where[1] - 1:where[1] + 4]), function)
 
 
-@lru_cache(maxsize=8)
-def _image_base(module: str) -> int:
-    """Where a non-PIE executable (ELF type EXEC) is linked: its DWARF and line addresses are the
-    offsets from the module's start plus this; 0 for PIE executables and libraries."""
-    if not shutil.which("readelf"):
-        return 0
-    out = subprocess.run(["readelf", "-lW", module], capture_output=True, text=True).stdout
-    if "file type is EXEC" not in out:
-        return 0
-    return min((int(f[2], 16) for f in (line.split() for line in out.splitlines()) if f and f[0] == "LOAD"),
-               default=0)
-
-
 def signature(module: str, function: str, function_offset: int, site_offset: int) -> Signature:
     if not module or not Path(module).is_file():
         return Signature(function, (), ())
-    base = _image_base(module)
-    return Signature(function, parameters(module, base + function_offset),
-                     call_arguments(module, base + site_offset, function), caller_variables(module, base + site_offset))
+    return Signature(function, parameters(module, function_offset), call_arguments(module, site_offset, function),
+                     caller_variables(module, site_offset))

@@ -17,6 +17,7 @@ from tareador.cli.simulate_mpi import default_cores_per_rank
 from tareador.cli.whatif import factor_list
 from tareador.errors import UserError
 from tareador.report.settings import Settings
+from tareador.simulation.policies import DIMEMAS, LIST_SCHEDULER
 from tareador.taskgraph.store import is_run
 
 REPORT_NAME = "report.html"
@@ -62,9 +63,10 @@ def output_path(args) -> Path:
     return out
 
 
-def settings_of(args):
-    """The report's Settings from the command line, with the defaults of 'tareador simulate'."""
-    machine, cores, _ = machine_options(args)
+def settings_of(args, mpi: bool = False):
+    """The report's Settings from the command line, with the defaults of 'tareador simulate'
+    (of an MPI run when ``mpi``)."""
+    machine, cores, _ = machine_options(args, DIMEMAS if mpi else LIST_SCHEDULER)
     machine = with_ranks_per_node(machine, args.ranks_per_node)
     per_rank = core_list(args.cores) if args.cores is not None else default_cores_per_rank(machine, args.machine)
     given = [args.cores, args.policy, args.overhead, args.machine, args.ranks_per_node, args.creation,
@@ -86,9 +88,9 @@ def run(args) -> int:
         raise UserError(f"{d} is not a trace directory: create one with 'tareador trace -o {d} -- ./prog' (or "
                         "'tareador mpirun' for an MPI run)")
     out = output_path(args)
-    settings = settings_of(args)
     mpi = is_run(d)
-    single = (("--policy bf", args.policy == "bf"), ("--overhead", args.overhead is not None),
+    settings = settings_of(args, mpi)
+    single = (("--overhead", args.overhead is not None),
               ("--creation", args.creation is not None), ("--creation-cost", args.creation_cost is not None),
               ("--start-cost", args.start_cost is not None))
     for option, given in single:

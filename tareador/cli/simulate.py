@@ -21,8 +21,9 @@ from tareador.formats.chrome import write_chrome
 from tareador.formats.paraver import nanoseconds, schedule_run, write_paraver
 from tareador.render.plots import GANTT_CORES, GANTT_LIMIT, plot_gantt, plot_profile, plot_speedup
 from tareador.render.results import format_study
-from tareador.simulation.list_scheduler import policy_for
 from tareador.simulation.machine import CREATION_MODELS, MAX_COUNT, in_nanoseconds
+from tareador.simulation.policies import ALL as ALL_POLICIES
+from tareador.simulation.policies import LIST_SCHEDULER, Policies
 from tareador.synthesis.ompss import write_dim_traces
 from tareador.taskgraph.durations import KINDS as DURATION_KINDS
 from tareador.taskgraph.durations import measured_dag
@@ -65,10 +66,11 @@ CORES_HELP = ("comma-separated core counts, 'inf' = unbounded (default 1,2,4,8,1
 def add_machine_options(p, cores_help: str = CORES_HELP) -> None:
     """The machine a simulation runs on: options shared by every command that simulates."""
     p.add_argument("--cores", help=cores_help)
-    p.add_argument("--policy", choices=["cp", "fifo", "bf"],
-                   help="ready tasks run longest-remaining-path first (cp), in creation order (fifo) or in the "
-                        "order they became ready (bf, what OpenMP runtimes do); default: the machine file's "
-                        "policy if it is cp or fifo, else cp")
+    p.add_argument("--policy", choices=ALL_POLICIES,
+                   help="ready tasks run longest-remaining-path first (cp), in creation order (fifo), in the "
+                        "order they became ready (bf, what OpenMP runtimes do; one trace only) or by turns of the "
+                        "machine's quantum (rr, Dimemas' round robin; an MPI run only); default: the machine "
+                        "file's policy if the simulator has it, else cp")
     p.add_argument("--creation", choices=CREATION_MODELS,
                    help="what a thread does once it created a task: goes on, the task queued (help-first, what "
                         "OpenMP runtimes do), or runs the task, its own continuation queued (work-first, Cilk, "
@@ -88,10 +90,10 @@ def add_machine_options(p, cores_help: str = CORES_HELP) -> None:
                    "relative speed, task overhead, the runtime's costs)")
 
 
-def machine_options(args):
+def machine_options(args, policies: Policies = LIST_SCHEDULER):
     """(machine, core counts, policy) of ``add_machine_options``' arguments, the command line's
-    runtime options folded into the machine (in nanoseconds for measured durations); UserError
-    if unusable."""
+    runtime options folded into the machine (in nanoseconds for measured durations), the policy
+    one of the simulator's ``policies``; UserError if unusable."""
     if args.overhead is not None and not 0 <= args.overhead <= MAX_COUNT:
         raise UserError(f"--overhead must be >= 0 and at most {MAX_COUNT} instructions")
     machine = load_machine_arg(args.machine)
@@ -109,7 +111,7 @@ def machine_options(args):
     if args.durations == "measured":
         machine = in_nanoseconds(machine)
     cores = core_list(args.cores) if args.cores is not None else default_cores(machine, args.machine is not None)
-    policy = policy_for(machine.policy, args.policy)
+    policy = policies.choose(machine.policy, args.policy, machine.quantum)
     return machine, cores, policy
 
 

@@ -16,13 +16,14 @@ from tareador.formats.dimemas import read_dim
 from tareador.formats.paraver import write_paraver
 from tareador.render.plots import plot_mpi_speedup
 from tareador.render.results import format_mpi_study
+from tareador.simulation.policies import DIMEMAS
 from tareador.taskgraph.mpi import load_run
 
 
 def run(args) -> int:
     d = Path(args.trace_dir)
     for option, given in (("--overhead", args.overhead is not None), ("--chrome", args.chrome), ("--dim", args.dim),
-                          ("--policy bf", args.policy == "bf"), ("--creation", args.creation is not None),
+                          ("--creation", args.creation is not None),
                           ("--creation-cost", args.creation_cost is not None),
                           ("--start-cost", args.start_cost is not None)):
         if given:
@@ -37,7 +38,7 @@ def run(args) -> int:
         raise UserError(f"{d} has no {' or '.join(missing)}: run '{remedy}' first")
     load_run(d)  # the ranks' files against the run's: a rank traced again since makes them stale
     machine = with_ranks_per_node(load_machine_arg(args.machine), args.ranks_per_node)
-    policy = args.policy or machine.policy or "cp"
+    policy = DIMEMAS.choose(machine.policy, args.policy, machine.quantum)
     cores = core_list(args.cores) if args.cores is not None else default_cores_per_rank(machine, args.machine)
     out = Path(args.output or d)
     out.mkdir(parents=True, exist_ok=True)

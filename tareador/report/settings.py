@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from tareador.simulation.machine import Machine
+from tareador.simulation.policies import DIMEMAS, LIST_SCHEDULER
 
 
 @dataclass(frozen=True)
@@ -26,11 +27,11 @@ class Settings:
 
     @property
     def trace_policy(self) -> str:
-        return self.policy or (self.machine.policy if self.machine.policy in ("cp", "fifo") else "cp")
+        return LIST_SCHEDULER.choose(self.machine.policy, self.policy)
 
     @property
     def run_policy(self) -> str:
-        return self.policy or self.machine.policy or "cp"
+        return DIMEMAS.choose(self.machine.policy, self.policy, self.machine.quantum)
 
     @property
     def measured(self) -> bool:

@@ -54,9 +54,9 @@ from typing import NoReturn
 from tareador.errors import MachineError
 from tareador.formats.dimemas import GLOBAL_OPS, GLOP_REDUCE
 from tareador.simulation.machine import Machine, checked, read_text
+from tareador.simulation.policies import DIMEMAS_SCHEDULERS
 
-# Dimemas scheduler names -> ours; SS_MPI_CP is the critical-path policy Tareador uses.
-DIMEMAS_POLICIES = {"FIFO": "fifo", "SS_MPI_CP": "cp", "RR": "rr"}
+DIMEMAS_POLICIES = DIMEMAS_SCHEDULERS  # Dimemas scheduler names -> ours
 DIMEMAS_BUS_POLICIES = {"FIFO": "fifo", "RR": "rr", "BOOST": "rr"}
 FAN_MODELS = {"0": 0, "CTE": 1, "LIN": 2, "LOG": 3}  # GOP_MODEL_* (define.h)
 FAN_SIZES = {"MIN": 1, "MAX": 2, "MEAN": 3, "2MAX": 4, "S+R": 5}  # GOP_SIZE_*; 0 (CURR) is the default

@@ -75,10 +75,11 @@ from tareador.native import build, compiler
 from tareador.simulation.global_ops import plan_global_ops
 from tareador.simulation.machine import MB, Machine
 from tareador.simulation.modules import burst_ns
+from tareador.simulation.policies import DIMEMAS
 from tareador.taskgraph.dag import sorted_unique
 
 A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT, A_GLOBAL = range(7)  # enum action in engine_loop.c
-POLICIES = {"fifo": 0, "cp": 1, "rr": 2}  # enum policy in engine_loop.c
+POLICIES = {name: DIMEMAS.code(name) for name in DIMEMAS.names}  # enum policy in engine_loop.c
 LOOP_NOMEM, LOOP_DONE = -1, 0  # enum status in engine_loop.c
 NET_DEST_FIRST, NET_STEALS = 1, 2  # message flags in engine_network.h
 NO_PRIORITY = -1  # value of an event action that sets no priority

@@ -29,15 +29,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from tareador.simulation.machine import CREATION_MODELS
+from tareador.simulation.policies import LIST_SCHEDULER
 from tareador.taskgraph.dag import Dag, DependencyCycle, bottom_levels, durations, indegrees, successors
 
-POLICIES = ("cp", "fifo", "bf")
+POLICIES = LIST_SCHEDULER.names
 
 
 def policy_for(machine_policy: str | None, given: str | None = None) -> str:
-    """The policy a simulation runs: the one asked for, else the machine file's when the list
-    scheduler has it (cp, fifo; not Dimemas' rr), else cp."""
-    return given or (machine_policy if machine_policy in POLICIES else "cp")
+    """The policy a simulation runs: the one asked for (UserError if the list scheduler has none
+    such), else the machine file's when the list scheduler has it (cp, fifo; not Dimemas' rr), else cp."""
+    return LIST_SCHEDULER.choose(machine_policy, given)
 
 
 

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from tareador.errors import MachineError
+from tareador.simulation.policies import DIMEMAS
 
-POLICIES = ("fifo", "cp", "rr")
+POLICIES = DIMEMAS.names  # a machine file's scheduler is Dimemas'
 # How a message gets a bus (Dimemas' communication policy): "fifo" waits in the bus's queue;
 # "rr" never waits, and a message that starts while more messages than buses are under way
 # moves at bandwidth x buses / messages (Dimemas' RR and BOOST, which 5.5.0 treats alike).

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tareador.taskgraph.mpi_calls import BY_NAME, COLLECTIVES
+
 SEND, ISEND, RECV = "send", "isend", "recv"
 Step = tuple[str, int, int]  # (SEND | ISEND | RECV, partner's index in the communicator, bytes)
 
@@ -99,25 +101,27 @@ def _pairwise_alltoall(p: int, sizes: list[int]) -> list[list[Step]]:
             for i in range(p)]
 
 
-# operation -> (algorithm's name, steps(members, root index, bytes of each member))
-ALGORITHMS: dict[str, tuple[str, Callable[[int, int, list[int]], list[list[Step]]]]] = {
-    "MPI_Bcast": ("binomial tree", lambda p, r, b: _binomial_bcast(p, r, b[r])),
-    "MPI_Reduce": ("binomial tree", lambda p, r, b: _binomial_reduce(p, r, b[r])),
-    "MPI_Allreduce": ("recursive doubling", lambda p, r, b: _recursive_doubling(p, b)),
-    "MPI_Scan": ("recursive doubling", lambda p, r, b: _recursive_doubling(p, b)),
-    "MPI_Exscan": ("recursive doubling", lambda p, r, b: _recursive_doubling(p, b)),
-    "MPI_Reduce_scatter": ("recursive doubling of the whole vector", lambda p, r, b: _recursive_doubling(p, b)),
-    "MPI_Reduce_scatter_block": ("recursive doubling of the whole vector", lambda p, r, b: _recursive_doubling(p, b)),
-    "MPI_Barrier": ("recursive doubling of empty messages", lambda p, r, b: _recursive_doubling(p, [0] * p)),
-    "MPI_Gather": ("linear", _linear_gather),
-    "MPI_Gatherv": ("linear", _linear_gather),
-    "MPI_Scatter": ("linear", lambda p, r, b: _linear_scatter(p, r, b[r] // p)),
-    "MPI_Scatterv": ("linear", lambda p, r, b: _linear_scatter(p, r, b[r] // p)),
-    "MPI_Allgather": ("ring", lambda p, r, b: _ring_allgather(p, b)),
-    "MPI_Allgatherv": ("ring", lambda p, r, b: _ring_allgather(p, b)),
-    "MPI_Alltoall": ("pairwise exchange", lambda p, r, b: _pairwise_alltoall(p, [n // p for n in b])),
-    "MPI_Alltoallv": ("pairwise exchange", lambda p, r, b: _pairwise_alltoall(p, [n // p for n in b])),
+# operation -> steps(members, root index, bytes of each member), of the algorithm mpi_calls.FUNCTIONS names
+_STEPS: dict[str, Callable[[int, int, list[int]], list[list[Step]]]] = {
+    "MPI_Bcast": lambda p, r, b: _binomial_bcast(p, r, b[r]),
+    "MPI_Reduce": lambda p, r, b: _binomial_reduce(p, r, b[r]),
+    "MPI_Allreduce": lambda p, r, b: _recursive_doubling(p, b),
+    "MPI_Scan": lambda p, r, b: _recursive_doubling(p, b),
+    "MPI_Exscan": lambda p, r, b: _recursive_doubling(p, b),
+    "MPI_Reduce_scatter": lambda p, r, b: _recursive_doubling(p, b),
+    "MPI_Reduce_scatter_block": lambda p, r, b: _recursive_doubling(p, b),
+    "MPI_Barrier": lambda p, r, b: _recursive_doubling(p, [0] * p),
+    "MPI_Gather": _linear_gather,
+    "MPI_Gatherv": _linear_gather,
+    "MPI_Scatter": lambda p, r, b: _linear_scatter(p, r, b[r] // p),
+    "MPI_Scatterv": lambda p, r, b: _linear_scatter(p, r, b[r] // p),
+    "MPI_Allgather": lambda p, r, b: _ring_allgather(p, b),
+    "MPI_Allgatherv": lambda p, r, b: _ring_allgather(p, b),
+    "MPI_Alltoall": lambda p, r, b: _pairwise_alltoall(p, [n // p for n in b]),
+    "MPI_Alltoallv": lambda p, r, b: _pairwise_alltoall(p, [n // p for n in b]),
 }
+# operation -> (algorithm's name, steps): every collective of the table (a KeyError here names one without steps)
+ALGORITHMS = {name: (BY_NAME[name].algorithm, _STEPS[name]) for name in sorted(COLLECTIVES)}
 
 
 def steps(operation: str, root: int, sizes: list[int]) -> list[list[Step]]:

@@ -55,7 +55,8 @@ from tareador.formats.paraver import TASK_EVENT, task_type_values
 from tareador.synthesis import collectives
 from tareador.taskgraph import matching as roles
 from tareador.taskgraph.matching import Matching
-from tareador.taskgraph.model import IMMEDIATE_RECEIVES, Fragment, MpiCall, TaskTrace
+from tareador.taskgraph.model import Fragment, MpiCall, TaskTrace
+from tareador.taskgraph.mpi_calls import BY_NAME, IMMEDIATE_RECEIVES
 
 IRECV, WAIT = 1, 2  # receive types
 COLLECTIVE_FORMS = ("dimemas", "p2p")  # global operations, or point-to-point messages
@@ -190,8 +191,8 @@ def _global_operations(matching: Matching) -> dict[tuple[int, int], str]:
     """One record 10 per member (the module docstring gives the fields)."""
     records = {}
     for op in matching.collectives:
-        name = "MPI_Scan" if op.operation == "MPI_Exscan" else op.operation
-        glop = GLOBAL_OPS.index(name)
+        glop = BY_NAME[op.operation].glop
+        name = GLOBAL_OPS[glop]  # MPI_Exscan is written as Dimemas' MPI_Scan
         root = op.members.index(op.root) if op.root >= 0 else -1
         sizes = [max(c.bytes, 0) for c in op.calls]
         for i, (rank, call) in enumerate(zip(op.members, op.calls)):

@@ -24,18 +24,22 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tareador.taskgraph.model import IMMEDIATE_RECEIVES, IMMEDIATE_SENDS, Communicator, MpiCall
-
-# What each call is to the run, by name without the MPI-4 large-count suffix (_c).
-BLOCKING_SENDS = {"MPI_Send", "MPI_Bsend", "MPI_Rsend", "MPI_Ssend"}
-BLOCKING_RECEIVES = {"MPI_Recv", "MPI_Mrecv"}
-SENDRECVS = {"MPI_Sendrecv", "MPI_Sendrecv_replace"}
-COMPLETIONS = {"MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome",
-               "MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome"}
-ROOTED = {"MPI_Bcast", "MPI_Reduce", "MPI_Gather", "MPI_Gatherv", "MPI_Scatter", "MPI_Scatterv"}
-COLLECTIVES = ROOTED | {"MPI_Barrier", "MPI_Allreduce", "MPI_Scan", "MPI_Exscan", "MPI_Allgather", "MPI_Allgatherv",
-                        "MPI_Alltoall", "MPI_Alltoallv", "MPI_Reduce_scatter", "MPI_Reduce_scatter_block"}
-SEND, RECEIVE, COMPLETION, COLLECTIVE, OTHER = "send", "receive", "completion", "collective", "other"
+from tareador.taskgraph.model import Communicator, MpiCall
+from tareador.taskgraph.mpi_calls import (
+    BLOCKING_RECEIVES,
+    BLOCKING_SENDS,
+    COLLECTIVE,
+    COLLECTIVES,
+    COMPLETION,
+    COMPLETIONS,
+    IMMEDIATE_RECEIVES,
+    IMMEDIATE_SENDS,
+    OTHER,
+    RECEIVE,
+    ROOTED,
+    SEND,
+    SENDRECVS,
+)
 
 
 @dataclass(frozen=True)
@@ -53,8 +57,8 @@ class Message:
 
 
 def sides(calls: Sequence[MpiCall]) -> list[str]:
-    """What each of one rank's calls (in seq order) is to the run: SEND, RECEIVE, COMPLETION,
-    COLLECTIVE or OTHER. Send-receive rows alternate: the send part, then its receive part."""
+    """What each of one rank's calls (in seq order) is to the run (mpi_calls.FUNCTIONS): SEND,
+    RECEIVE, COMPLETION, COLLECTIVE or OTHER. Send-receive rows alternate: the send part, then its receive part."""
     result = []
     pair_open = False
     for c in calls:

@@ -23,6 +23,7 @@ from functools import cached_property
 from pathlib import Path
 
 from tareador.taskgraph.dag import Dag, build, schedule_edges, span
+from tareador.taskgraph.mpi_calls import NONBLOCKING, SYNCHRONOUS_SENDS
 from tareador.taskgraph.tables import DEPENDENCY_KINDS as DEPENDENCY_KINDS
 from tareador.taskgraph.tables import RAW as RAW
 from tareador.taskgraph.tables import WAR as WAR
@@ -141,17 +142,6 @@ class MpiCall:
         """A send that completes only once its receive has started."""
         return self.operation in SYNCHRONOUS_SENDS
 
-
-# Each MPI_Start(all) of a persistent request is a row of its own, named by the call and the
-# request's kind ("MPI_Startall:MPI_Recv_init"): the operation it starts is an Isend's or an Irecv's.
-STARTS = ("MPI_Start", "MPI_Startall")
-STARTED_SENDS = {f"{start}:{init}" for start in STARTS
-                 for init in ("MPI_Send_init", "MPI_Bsend_init", "MPI_Ssend_init", "MPI_Rsend_init")}
-STARTED_RECEIVES = {f"{start}:MPI_Recv_init" for start in STARTS}
-IMMEDIATE_SENDS = {"MPI_Isend", "MPI_Ibsend", "MPI_Irsend", "MPI_Issend"} | STARTED_SENDS
-IMMEDIATE_RECEIVES = {"MPI_Irecv", "MPI_Imrecv"} | STARTED_RECEIVES
-NONBLOCKING = IMMEDIATE_SENDS | IMMEDIATE_RECEIVES
-SYNCHRONOUS_SENDS = {"MPI_Ssend", "MPI_Issend"} | {f"{start}:MPI_Ssend_init" for start in STARTS}
 
 
 @dataclass(frozen=True)

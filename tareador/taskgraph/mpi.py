@@ -25,18 +25,21 @@ from pathlib import Path
 
 from tareador.errors import TraceDirError
 from tareador.files import write_text
-from tareador.taskgraph.matching import COMPLETIONS, OTHER, RECEIVE, SEND, SENDRECVS, Matching, Message, match, sides
+from tareador.taskgraph.matching import Matching, Message, match, sides
 from tareador.taskgraph.model import Communicator, MpiCall, TaskTrace
-from tareador.taskgraph.mpi_calls import first_one_sided, moves_no_data
+from tareador.taskgraph.mpi_calls import (
+    BOOKKEEPING,
+    COMPLETIONS,
+    OTHER,
+    RECEIVE,
+    SEND,
+    SENDRECVS,
+    first_one_sided,
+    moves_no_data,
+)
 from tareador.taskgraph.store import load_trace, read_summary, read_table, remove_owned, write_table
 
 RANK_DIR = re.compile(r"rank-(\d+)")
-
-# Calls that carry no data and need no model: they are not listed as unmodelled.
-BOOKKEEPING = {"MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Comm_rank", "MPI_Comm_size", "MPI_Comm_dup",
-               "MPI_Comm_split", "MPI_Comm_split_type", "MPI_Comm_create", "MPI_Comm_free", "MPI_Mprobe",
-               "MPI_Improbe", "MPI_Probe", "MPI_Iprobe", "MPI_Request_free", "MPI_Send_init", "MPI_Bsend_init",
-               "MPI_Ssend_init", "MPI_Rsend_init", "MPI_Recv_init", "MPI_Start", "MPI_Startall"}
 
 MISSING = "wrote no trace"  # the ending of a rank without a directory
 

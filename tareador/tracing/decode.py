@@ -3,7 +3,8 @@
 The agent writes its tables as raw C structs, little-endian, one file per table, into a private
 directory the driver gives it (tracer_agents/tables.c); shadow.c appends the rows of the growing
 tables while the program runs, as soon as they are final, so that nothing in the traced process
-or in any message grows with the number of task instances. Layouts (numpy dtypes below):
+or in any message grows with the number of task instances. Layouts (numpy dtypes below, each
+field checked against the C struct by tests/test_agent_layouts.py):
 
 - ``tasks.bin`` (TASK_ROW, shadow.c's TaskRow): one row per fragment, in id order (row k is
   fragment k). name: index into the result message's ``names``; parent: the creating fragment,
@@ -29,8 +30,6 @@ The trace directory's own binary form, which the driver writes from these (tarea
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from tareador.taskgraph.model import Communicator, DataObject, MpiCall
+from tareador.tracing.elf import source_lines
 
 TASK_ROW = np.dtype([("name", "<u4"), ("parent", "<u4"), ("instance", "<u4"), ("pad", "<u4"), ("start", "<u8"),
                      ("end", "<u8"), ("instructions", "<u8")])
@@ -175,25 +175,17 @@ def refine_source_lines(sites: list[dict]) -> None:
     """Replace Frida's approximate file:line with addr2line's, one call per module; a site Frida
     could not name (the agent leaves names to addr2line after a crash in the allocator) gets
     addr2line's function."""
-    if shutil.which("addr2line") is None:
-        return
     by_module = defaultdict(list)
     for site in sites:
         if site.get("path") and os.path.exists(site["path"]):
             by_module[site["path"]].append(site)
     for path, group in by_module.items():
-        result = subprocess.run(["addr2line", "-f", "-C", "-e", path] + [hex(s["offset"]) for s in group],
-                                capture_output=True, text=True)
-        lines = result.stdout.splitlines()
-        if result.returncode != 0 or len(lines) != 2 * len(group):
-            continue
-        for site, function, text in zip(group, lines[::2], lines[1::2], strict=True):
-            file, _, line = text.partition(":")
-            line = line.split(" ")[0]
-            if file != "??" and line.isdigit() and line != "0":
-                site["file"], site["line"] = os.path.basename(file), int(line)
-            if not site.get("function") and function != "??":
-                site["function"] = function
+        found = source_lines(path, [s["offset"] for s in group])
+        for site, where in zip(group, found, strict=True) if found is not None else ():
+            if where.line:
+                site["file"], site["line"] = os.path.basename(where.file), where.line
+            if not site.get("function") and where.function:
+                site["function"] = where.function
 
 
 def _site_text(site: dict | None) -> tuple[str, str]:

@@ -13,7 +13,6 @@ import platform
 import queue
 import shutil
 import signal
-import struct
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -22,12 +21,12 @@ from pathlib import Path
 from tareador.errors import TracingError
 from tareador.stopping import stop_signals
 from tareador.tracing import toolchain
+from tareador.tracing.elf import ELFCLASS64, EM_X86_64, ET_DYN, ET_EXEC, ET_REL, PT_INTERP, read_header
 
 BUFFER_RECORDS = 1 << 16  # 1 MiB of records: stays in cache between the inline writes and the analysis
 TABLE_ROWS = 1 << 16  # rows of each result table the agent keeps before appending them to its file
 ADDR_NO_RANDOMIZE = 0x0040000
 PERSONALITY_QUERY = 0xFFFFFFFF
-ELFCLASS64, EM_X86_64, ET_REL, ET_EXEC, ET_DYN, PT_INTERP = 2, 62, 1, 2, 3, 3
 
 
 def _personality(persona: int) -> int:
@@ -93,23 +92,16 @@ def check_program(argv: list[str]) -> str:
 
 def _elf_problem(path: str) -> str | None:
     """Why Frida cannot run this file as a traced program, or None."""
-    with open(path, "rb") as f:
-        header = f.read(64)
-        if header[:4] != b"\x7fELF" or len(header) < 64:
-            return "is not an ELF executable: tareador traces compiled C programs"
-        e_type, e_machine = struct.unpack_from("<HH", header, 16)
-        phoff, = struct.unpack_from("<Q", header, 32)
-        phentsize, phnum = struct.unpack_from("<HH", header, 54)
-        if header[4] != ELFCLASS64 or e_machine != EM_X86_64:
-            return "is not an x86-64 program: tareador traces x86-64 Linux programs"
-        if e_type == ET_REL:
-            return "is an object file, not a program: link it first (cc prog.o -o prog $(tareador config --libs))"
-        if e_type not in (ET_EXEC, ET_DYN):
-            return "is not an executable ELF file: tareador traces compiled C programs"
-        f.seek(phoff)
-        segments = f.read(phentsize * phnum)
-    interpreter = struct.pack("<I", PT_INTERP)
-    if not any(segments[i:i + 4] == interpreter for i in range(0, len(segments), max(phentsize, 1))):
+    header = read_header(path)
+    if header is None:
+        return "is not an ELF executable: tareador traces compiled C programs"
+    if header.elf_class != ELFCLASS64 or header.machine != EM_X86_64:
+        return "is not an x86-64 program: tareador traces x86-64 Linux programs"
+    if header.type == ET_REL:
+        return "is an object file, not a program: link it first (cc prog.o -o prog $(tareador config --libs))"
+    if header.type not in (ET_EXEC, ET_DYN):
+        return "is not an executable ELF file: tareador traces compiled C programs"
+    if not any(kind == PT_INTERP for kind, _ in header.segments):
         return ("is statically linked, and Frida cannot be loaded into a static program: link it without -static "
                 "($(tareador config --static-libs) alone still puts the markers inside the program)")
     return None

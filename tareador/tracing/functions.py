@@ -19,14 +19,12 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import shutil
 import struct
-import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 
 from tareador.errors import FunctionError
-from tareador.tracing.elf import read_functions, shared_libraries
+from tareador.tracing.elf import debug_entries, read_functions, shared_libraries
 
 # A clone that stands for the whole function (an argument folded or split, a constant propagated).
 WHOLE_CLONE = re.compile(r"^(?P<name>[^.]+)(?:\.(?:constprop|isra)\.\d+)+$")
@@ -127,41 +125,20 @@ class _Libraries:
         return None
 
 
-_DIE = re.compile(r"^\s*<\d+><([0-9a-f]+)>: Abbrev Number: \d+(?: \((DW_TAG_\w+)\))?")
-_ATTRIBUTE = re.compile(r"^\s*<[0-9a-f]+>\s+(DW_AT_\w+)\s*:\s*(.*)$")
-_FORM = re.compile(r"^\(\w+\)\s*")  # readelf 2.35+ prints the attribute's form first: (strp), (data1)
-
-
 def inlined_functions(path: str) -> tuple[set[str], set[str]]:
     """From the DWARF of a -g build: the functions it defines, and those the compiler inlined
     somewhere (DW_AT_inline 1 or 3: inlined, declared inline and inlined). Empty without -g or
-    without readelf."""
-    readelf = shutil.which("readelf")
-    if readelf is None:
-        return set(), set()
-    out = subprocess.run([readelf, "--wide", "--debug-dump=info", path], capture_output=True, text=True,
-                         errors="replace").stdout
+    without readelf. A declaration (DW_AT_declaration) is of a function of another file or
+    library, declared to call it."""
     described, inlined = set(), set()
-    subprogram, name, inline, declaration = False, None, False, False
-    for line in out.splitlines() + [" <0><0>: Abbrev Number: 0 (DW_TAG_end)"]:
-        die = _DIE.match(line)
-        if die:
-            if subprogram and name and not declaration:
-                described.add(name)
-                if inline:
-                    inlined.add(name)
-            subprogram, name, inline, declaration = die[2] == "DW_TAG_subprogram", None, False, False
+    for entry in debug_entries(path).values():
+        attributes = entry["attrs"]
+        name = attributes.get("DW_AT_name")
+        if entry["tag"] != "DW_TAG_subprogram" or not name or "DW_AT_declaration" in attributes:
             continue
-        attribute = _ATTRIBUTE.match(line)
-        if not subprogram or not attribute:
-            continue
-        value = _FORM.sub("", attribute[2])
-        if attribute[1] == "DW_AT_name":
-            name = value.rsplit(": ", 1)[-1].strip()
-        elif attribute[1] == "DW_AT_inline":
-            inline = value.split()[0] in ("1", "3")
-        elif attribute[1] == "DW_AT_declaration":  # a function of another file or library, declared to call it
-            declaration = True
+        described.add(name)
+        if attributes.get("DW_AT_inline", "0").split()[0] in ("1", "3"):
+            inlined.add(name)
     return described, inlined
 
 
