@@ -418,9 +418,9 @@ static inline uint64_t instance_top(uint32_t instance) {
 }
 
 static inline int dead_frame(uint32_t src, uint64_t address) {
+  if (!owned_stack) return 0;
   uint32_t instance = fragments[src].instance;
-  return owned_stack && (src < edge_floor || instance == running
-                         || (instance != edge_floor && address < instance_top(instance)));
+  return src < edge_floor || instance == running || (instance != edge_floor && address < instance_top(instance));
 }
 
 static void note_task_site(uint64_t return_address) {
@@ -671,9 +671,9 @@ static uint32_t me_instance;   /* the running fragment's instance */
 
 /* The hulls of a flush's accesses on their way to the rows (note_access): per direction (read,
  * write), the two (object, part) pairs extended last, each with its hull so far and its part's
- * bounds. A loop over a few arrays extends them in place; a third pair takes the place of the
- * one extended longer ago. */
-typedef struct { uint32_t object[2], part[2], older; uint64_t lo[2], hi[2], part_lo[2], part_hi[2]; } HullRuns;
+ * addresses [part_lo, part_lo + part_span). A loop over a few arrays extends them in place; a
+ * third pair takes the place of the one extended longer ago. */
+typedef struct { uint32_t object[2], part[2], older; uint64_t lo[2], hi[2], part_lo[2], part_span[2]; } HullRuns;
 static HullRuns hull_runs[2];
 
 static __attribute__((noinline)) void hull_spill(int is_write, int k) {
@@ -686,7 +686,9 @@ static __attribute__((noinline)) void hull_start(int is_write, int k, uint32_t o
   HullRuns *h = &hull_runs[is_write];
   hull_spill(is_write, k);
   h->object[k] = object;
-  h->part[k] = part_of(lo, &h->part_lo[k], &h->part_hi[k]);
+  uint64_t part_hi;
+  h->part[k] = part_of(lo, &h->part_lo[k], &part_hi);
+  h->part_span[k] = part_hi - h->part_lo[k];
   h->lo[k] = lo;
   h->hi[k] = hi;
 }
@@ -694,8 +696,8 @@ static __attribute__((noinline)) void hull_start(int is_write, int k, uint32_t o
 /* Bytes [lo, hi) of object were read before the running fragment wrote them, or written by it. */
 static inline __attribute__((always_inline)) void hull_add(int is_write, uint32_t object, uint64_t lo, uint64_t hi) {
   HullRuns *h = &hull_runs[is_write];
-  int k = h->object[0] == object && lo - h->part_lo[0] < h->part_hi[0] - h->part_lo[0] ? 0
-        : h->object[1] == object && lo - h->part_lo[1] < h->part_hi[1] - h->part_lo[1] ? 1 : -1;
+  int k = h->object[0] == object && lo - h->part_lo[0] < h->part_span[0] ? 0
+        : h->object[1] == object && lo - h->part_lo[1] < h->part_span[1] ? 1 : -1;
   if (k < 0) {
     k = (int) h->older;
     hull_start(is_write, k, object, lo, hi);
@@ -840,11 +842,13 @@ static void analyse_range(uint64_t address, uint64_t end, Visit *v) {
 }
 
 /* What the plain path (analyse_plain) knows of a page, kept during one flush, in which objects
- * and pages' words do not change: a page outside the stack and wholly inside one object (PLAIN),
- * one without shadow (nothing to analyse: SKIP), or any other (analyse's loops). The two pages
- * looked up last are kept: a loop goes through a few arrays at a time. */
+ * and pages' words do not change: a page outside the stack and wholly inside one object that is
+ * analysed and not latent (PLAIN), one without shadow (nothing to analyse: SKIP), or any other
+ * (analyse's loops; a latent object that the program touches there stops being latent, and its
+ * pages are plain from the next flush on). The two pages looked up last are kept: a loop goes
+ * through a few arrays at a time. */
 enum { NOT_PLAIN, PLAIN, SKIP };
-typedef struct { uint64_t page; ShadowChunk *c; ObjectRow *o; uint32_t object, kind; } PlainPage;
+typedef struct { uint64_t page; ShadowChunk *c; uint32_t object, kind; } PlainPage;
 static PlainPage plain_pages[2];
 static uint32_t plain_older;
 
@@ -859,15 +863,14 @@ static __attribute__((noinline)) PlainPage *plain_page(uint64_t page) {
   e->page = page;
   e->c = chunk_of(address, 0);
   e->object = e->c ? e->c->page_object[(address & (CHUNK_SIZE - 1)) / PAGE] : 0;
-  e->o = e->object ? &objects[e->object - 1] : NULL;
-  e->kind = !e->c ? SKIP : !e->object || (address < tr_state.stack_high && address + PAGE > tr_state.stack_low)
-            ? NOT_PLAIN : PLAIN;
+  ObjectRow *o = e->object ? &objects[e->object - 1] : NULL;
+  e->kind = !e->c ? SKIP : !o || o->latent || o->disabled
+            || (address < tr_state.stack_high && address + PAGE > tr_state.stack_low) ? NOT_PLAIN : PLAIN;
   return e;
 }
 
 /* The common access, analysed without the stack's, chunks' and pages' loops: whole granules,
- * none split, of one page that is wholly inside one object, outside the thread's stack. 0 if the
- * access is not such (nothing analysed then). */
+ * none split, of a plain page. 0 if the access is not such (nothing analysed then). */
 static inline __attribute__((always_inline)) int analyse_plain(uint64_t address, uint64_t size, int is_write,
                                                                int program, uint32_t me, EdgeRuns *runs) {
   uint64_t page = address / PAGE;
@@ -883,17 +886,17 @@ static inline __attribute__((always_inline)) int analyse_plain(uint64_t address,
   plain_older = e == plain_pages;
   if (e->kind != PLAIN) return e->kind == SKIP;
   ShadowChunk *c = e->c;
-  uint64_t first = (address & (CHUNK_SIZE - 1)) / GRANULE, last = first + size / GRANULE;
+  uint64_t first = (address & (CHUNK_SIZE - 1)) / GRANULE;
+  Visit v = { me, is_write, program, runs };
+  if (size == GRANULE) {   /* most accesses: one granule, without the loops */
+    if (c->granule[first].writer & SPLIT) return 0;
+    analyse_granule(c, first, address, e->object, 0, 1, &v);
+    return 1;
+  }
+  uint64_t last = first + size / GRANULE;
   for (uint64_t g = first; g < last; g++)
     if (c->granule[g].writer & SPLIT) return 0;
-  ObjectRow *o = e->o;
-  if (program && o->latent) o->latent = 0;
-  if (o->disabled) return 1;
-  Visit v = { me, is_write, program, runs };
-  if (size == GRANULE)   /* most accesses: one granule, without the loop */
-    analyse_granule(c, first, address, e->object, o->latent, 1, &v);
-  else
-    for (uint64_t g = first; g < last; g++) analyse_granule(c, g, address + (g - first) * GRANULE, e->object, o->latent, 1, &v);
+  for (uint64_t g = first; g < last; g++) analyse_granule(c, g, address + (g - first) * GRANULE, e->object, 0, 1, &v);
   return 1;
 }
 
@@ -926,6 +929,20 @@ extern uint32_t tr_patterns_on;
 extern uint64_t tr_access_time;
 extern int tr_pattern_record(uint64_t address, uint64_t info);
 
+/* The records [r, end) of the running fragment me (+ 1); patterns: patterns.c sees them first
+ * (a constant where inlined: each caller's loop has no test of it). */
+static inline __attribute__((always_inline)) void analyse_records(const AccessRecord *r, const AccessRecord *end,
+                                                                  uint32_t me, EdgeRuns *runs, int patterns) {
+  for (; r < end; r++) {
+    if (patterns && tr_pattern_record(r->address, r->info)) continue;
+    uint32_t info = (uint32_t) r->info;
+    int is_write = (info & ACCESS_WRITE) != 0, program = (info & ACCESS_PROGRAM) != 0;
+    if (analyse_plain(r->address, info & ACCESS_SIZE_MASK, is_write, program, me, runs)) continue;
+    Visit v = { me, is_write, program, runs };
+    analyse(r->address, info & ACCESS_SIZE_MASK, &v);
+  }
+}
+
 void tr_flush(void) {
   AccessRecord *r = tr_state.buffer, *end = tr_state.cursor;
   tr_state.cursor = tr_state.buffer;
@@ -939,14 +956,8 @@ void tr_flush(void) {
                  ? &open_tasks[tr_state.depth - 1] : NULL;
   forget_recent_rows();   /* rows are the running fragment's: a flush is one fragment's */
   forget_plain_pages();
-  for (; r < end; r++) {
-    if (tr_patterns_on && tr_pattern_record(r->address, r->info)) continue;
-    uint32_t info = (uint32_t) r->info;
-    int is_write = (info & ACCESS_WRITE) != 0, program = (info & ACCESS_PROGRAM) != 0;
-    if (analyse_plain(r->address, info & ACCESS_SIZE_MASK, is_write, program, me, &runs)) continue;
-    Visit v = { me, is_write, program, &runs };
-    analyse(r->address, info & ACCESS_SIZE_MASK, &v);
-  }
+  if (tr_patterns_on) analyse_records(r, end, me, &runs, 1);
+  else analyse_records(r, end, me, &runs, 0);
   run_flush(&runs.raw, me - 1);
   run_flush(&runs.waw, me - 1);
   run_flush(&runs.war, me - 1);
