@@ -26,7 +26,7 @@ deps:
 	@$(call apt_install,$(DEBIAN_PACKAGES),)
 	@$(call apt_install,$(MPI_PACKAGES),--no-install-recommends)
 	@$(call apt_install,$(LINALG_PACKAGES),--no-install-recommends)
-	@$(PYTHON) -c "import tareador, frida, pytest, build, mkdocs, material, bokeh, selenium, pandas, ruff, mypy" 2>/dev/null || $(PIP) -e ".[test]"
+	@$(PYTHON) -c "import tareador, frida, pytest, xdist, build, mkdocs, material, bokeh, selenium, pandas, ruff, mypy" 2>/dev/null || $(PIP) -e ".[test]"
 	@$(PYTHON) -c "import mpi4py" 2>/dev/null || $(PIP) --only-binary=mpi4py "mpi4py>=4.1" || \
 	  echo "make deps: mpi4py (optional) not installed: no binary wheel for $$($(PYTHON) -V) could be fetched"
 
@@ -50,8 +50,10 @@ demo: examples
 	@echo "reports (open them in a browser): $(DEMO)/report.html out/jacobi.tareador/report.html $(OVERLAP_DEMO)/report.html"
 
 # The linters first: CI runs `make test`, so a lint error fails it as a test does.
+# Tests in parallel, one worker per CPU (at most 4): most of a test's time is a traced program, an
+# MPI launch or a browser waiting, and every test keeps its files in its own temporary directory.
 test: deps lint
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest -q -n auto --maxprocesses 4
 
 # The fast tier (tests marked fast: pure models, no compiler, Frida or MPI), in seconds.
 test-fast: deps
