@@ -18,7 +18,7 @@ apt_install = missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missi
 	if [ -n "$$missing" ]; then echo "installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(2) $$missing >/dev/null; fi
 
-.PHONY: deps demo test docs examples benchmark clean
+.PHONY: deps demo test test-fast lint docs examples benchmark clean
 
 # mpi4py's binary wheel runs with Debian's Open MPI (not with Debian's MPICH: docs/guide/mpi.md). It is
 # optional (its tests skip without it): no wheel for this Python is a note, not a 4-minute build.
@@ -26,7 +26,7 @@ deps:
 	@$(call apt_install,$(DEBIAN_PACKAGES),)
 	@$(call apt_install,$(MPI_PACKAGES),--no-install-recommends)
 	@$(call apt_install,$(LINALG_PACKAGES),--no-install-recommends)
-	@$(PYTHON) -c "import tareador, frida, pytest, build, mkdocs, material, bokeh, selenium, pandas" 2>/dev/null || $(PIP) -e ".[test]"
+	@$(PYTHON) -c "import tareador, frida, pytest, xdist, build, mkdocs, material, bokeh, selenium, pandas, ruff, mypy" 2>/dev/null || $(PIP) -e ".[test]"
 	@$(PYTHON) -c "import mpi4py" 2>/dev/null || $(PIP) --only-binary=mpi4py "mpi4py>=4.1" || \
 	  echo "make deps: mpi4py (optional) not installed: no binary wheel for $$($(PYTHON) -V) could be fetched"
 
@@ -49,8 +49,20 @@ demo: examples
 	tareador report $(OVERLAP_DEMO) --machine cluster
 	@echo "reports (open them in a browser): $(DEMO)/report.html out/jacobi.tareador/report.html $(OVERLAP_DEMO)/report.html"
 
-test: deps
-	$(PYTHON) -m pytest -q
+# The linters first: CI runs `make test`, so a lint error fails it as a test does.
+# Tests in parallel, one worker per CPU (at most 4): most of a test's time is a traced program, an
+# MPI launch or a browser waiting, and every test keeps its files in its own temporary directory.
+test: deps lint
+	$(PYTHON) -m pytest -q -n auto --maxprocesses 4
+
+# The fast tier (tests marked fast: pure models, no compiler, Frida or MPI), in seconds.
+test-fast: deps
+	$(PYTHON) -m pytest -q -m fast
+
+# ruff and mypy as configured in pyproject.toml (what .pre-commit-config.yaml runs too).
+lint: deps
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m mypy
 
 # The documentation site (docs/, mkdocs.yml) into site/, warnings as errors.
 docs: deps

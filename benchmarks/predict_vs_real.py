@@ -39,7 +39,8 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from runtime_costs import ENVIRONMENT, measure as runtime_costs
+from runtime_costs import ENVIRONMENT
+from runtime_costs import measure as runtime_costs
 from trace_overhead import output_discarded
 
 from tareador.analyses.speedup import study

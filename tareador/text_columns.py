@@ -225,8 +225,8 @@ def _plain_columns(path: Path, data: bytes, header: Sequence[str], ints: Collect
             chunk[r, k] = _python_int(path, f, tok[r, k], line + r)
         for k in range(len(int_at)):
             values[k].append(chunk[:, k])
-        for k, c in enumerate(text_at):
-            spans[k].append((a + f.starts[f.first_tok + c], a + f.ends[f.first_tok + c]))
+        for k, at in enumerate(text_at):
+            spans[k].append((a + f.starts[f.first_tok + at], a + f.ends[f.first_tok + at]))
         line += len(f.first_tok)
     columns: dict = {c: _join(v) for c, v in zip(ints, values)}
     for c, s in zip(texts, spans):
@@ -295,8 +295,8 @@ def _quoted_columns(path: Path, text: str, header: Sequence[str], ints: Collecti
             raise TraceDirError(f"{path}:{line}: malformed row {record!r}; the file is truncated or corrupt") from None
         for column, v in zip(numbers, row):
             column.append(v)
-        for column, i in zip(strings, text_at):
-            column.append(record[i])
+        for texts_of, i in zip(strings, text_at):
+            texts_of.append(record[i])
     columns: dict = {c: np.array(v, np.int64) for c, v in zip(ints, numbers)}
     for c, s in zip(texts, strings):
         codes: dict[str, int] = {}

@@ -28,7 +28,8 @@ def compile_c(tmp_path_factory):
         key = (source, opt, static, markers, libs)
         if key not in built:
             exe = out_dir / f"{source.stem}{opt.replace(' ', '')}{'-static' if static else ''}"
-            cmd = ["cc", "-g", *shlex.split(opt), "-Wall", *shlex.split(toolchain.cflags()), str(source), "-o", str(exe)]
+            cmd = ["cc", "-g", *shlex.split(opt), "-Wall", *shlex.split(toolchain.cflags()), str(source),
+                   "-o", str(exe)]
             if markers:
                 cmd += shlex.split(toolchain.libs(static=static))
             cmd += [*shlex.split(libs), "-lm", "-lpthread"]

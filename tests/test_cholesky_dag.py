@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from cholesky_dag import cholesky_tasks, expected_cholesky_raw_edges
+
+pytestmark = pytest.mark.fast  # no program compiled, traced or launched (make test-fast)
 
 
 def test_nt1_is_a_single_potrf():

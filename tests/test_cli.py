@@ -49,6 +49,7 @@ def test_options_after_the_program_are_the_programs(echo, tmp_path, monkeypatch)
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("command", SUBCOMMANDS)
 def test_every_help_ends_with_an_example(capsys, command):
     with pytest.raises(SystemExit):

@@ -12,6 +12,8 @@ import pytest
 from tareador.taskgraph.dag import DependencyCycle, bypass_edges, reaches, span, topological_order, transitive_reduction
 from tests.helpers import make, random_trace
 
+pytestmark = pytest.mark.fast  # no program compiled, traced or launched (make test-fast)
+
 
 def graph_of(dag) -> nx.DiGraph:
     g = nx.DiGraph()
@@ -74,4 +76,4 @@ def test_a_cycle_has_no_order():
     with pytest.raises(DependencyCycle, match="dependency cycle"):
         topological_order(t.dag)
     with pytest.raises(ValueError, match="dependency cycle"):
-        t.tinf
+        t.tinf  # noqa: B018 (the property raises)

@@ -5,8 +5,11 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 
 from tareador.taskgraph.dag import Dag, reaches
+
+pytestmark = pytest.mark.fast  # no program compiled, traced or launched (make test-fast)
 
 
 def dag(n: int, main: list[int], edges: set[tuple[int, int]]) -> Dag:

@@ -119,7 +119,8 @@ def test_machine_files_page_documents_every_key():
     rows = [line.split("|")[1] for line in (ROOT / "docs" / "reference" / "machine-files.md").read_text().splitlines()
             if line.startswith("| `[")]
     undocumented = [f"[{section}] {key}" for section, keys in TOML_SECTIONS.items() for key in keys
-                    if not any(row.strip().startswith(f"`[{section}]") and re.search(rf"\b{key}`", row) for row in rows)]
+                    if not any(row.strip().startswith(f"`[{section}]") and re.search(rf"\b{key}`", row)
+                               for row in rows)]
     assert not undocumented, undocumented
 
 

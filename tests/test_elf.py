@@ -10,9 +10,9 @@ import subprocess
 import pytest
 
 from tareador.analyses.signatures import Parameter, parameters
+from tareador.taskgraph.store import load_trace
 from tareador.tracing.decode import refine_source_lines
 from tareador.tracing.elf import debug_entries, image_base, read_functions, source_lines
-from tareador.taskgraph.store import load_trace
 from tareador.tracing.functions import inlined_functions
 from tests.helpers import write_c
 

@@ -218,7 +218,8 @@ def test_cli_dir_refuses_what_is_not_an_option(compile_c, tmp_path):
     assert bad.returncode == 2 and bad.stderr == f"tareador: explore DIR takes options only, not '{exe}': a program " \
                                                  "to record goes alone after --, e.g. tareador explore -- ./prog " \
                                                  "args\n", bad.stderr
-    for args in [("--candidates", "fa", tmp_path / "three.explore"), (tmp_path / "three.explore", "--candidates", "fa")]:
+    for args in [("--candidates", "fa", tmp_path / "three.explore"),
+                 (tmp_path / "three.explore", "--candidates", "fa")]:
         bad = cli(*args)
         assert bad.returncode == 2 and bad.stderr.startswith("tareador: --candidates chooses the functions a "
                                                              "recording makes tasks") and bad.stderr.count("\n") == 1
@@ -326,6 +327,7 @@ def test_weak_aliases_are_one_candidate_named_as_called(compile_c, tmp_path):
         trace([str(exe)], tmp_path / "both", progress=False, task_functions=["CORE_scale", "PCORE_scale"])
 
 
+@pytest.mark.fast
 def test_cli_cores_and_tolerance_options(tmp_path, capsys):
     """--cores is one count, default 4 (its help said 1,2,4,8,16,inf, simulate's); a bad
     --tolerance is one line."""

@@ -15,6 +15,8 @@ from tareador.synthesis import ompss
 from tareador.synthesis.ompss import write_dim_traces
 from tests.helpers import make
 
+pytestmark = pytest.mark.fast  # no program compiled, traced or launched (make test-fast)
+
 BLOCKS = ["1:0:0:1.5\n20:0:0:7003:2\n2:0:0:1:1048576:1:0:0\n2:0:0:1:0:8:9:0:3\n1:0:0:2.5e-3\n",
           "1:1:0:0.0\n3:1:0:0:1048576:1:0:0\n3:1:0:0:0:8:9:0:1\n3:1:0:0:0:8:9:0:2\n1:1:0:12345678901.000000001\n"]
 

@@ -6,6 +6,7 @@ import json
 import re
 
 import numpy as np
+import pytest
 
 from tareador.formats.chrome import write_chrome
 from tareador.formats.dimemas import read_dim, write_dim
@@ -14,6 +15,8 @@ from tareador.simulation.dimemas_engine import replay
 from tareador.simulation.list_scheduler import simulate
 from tareador.simulation.machine import Machine
 from tests.helpers import THREE_THREADS, TWO_RANKS, fork_join, make
+
+pytestmark = pytest.mark.fast  # no program compiled, traced or launched (make test-fast)
 
 FIELDS = {"1": 8, "2": 8, "3": 15}
 

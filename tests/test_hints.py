@@ -56,7 +56,8 @@ def test_cholesky_clauses_of_task_functions(compile_c, tmp_path):
     """cholesky.c without its task markers, its kernels made tasks by --task-function at -O2: the
     call that makes each task is its body, so the clauses are on its parameters as with markers."""
     source = (EXAMPLES / "cholesky" / "cholesky.c").read_text()
-    kept = [line for line in source.splitlines() if "tareador_start_task" not in line and "tareador_end_task" not in line]
+    kept = [line for line in source.splitlines()
+            if "tareador_start_task" not in line and "tareador_end_task" not in line]
     exe = compile_c(write_c(tmp_path, "chol_functions", "\n".join(kept) + "\n"), opt="-O2 -fno-inline")
     trace([str(exe), "3", "16"], tmp_path / "t", progress=False, task_functions=["potrf", "trsm", "gemm", "syrk"])
     h = load_hints(str(tmp_path / "t"))
@@ -72,8 +73,9 @@ def test_cholesky_not_position_independent(tmp_path):
     from tareador.tracing import toolchain
 
     exe = tmp_path / "cholesky"
-    subprocess.run(["cc", "-g", "-O0", "-no-pie", *toolchain.cflags().split(), str(EXAMPLES / "cholesky" / "cholesky.c"),
-                    "-o", str(exe), *toolchain.libs().split(), "-lm"], check=True)
+    subprocess.run(["cc", "-g", "-O0", "-no-pie", *toolchain.cflags().split(),
+                    str(EXAMPLES / "cholesky" / "cholesky.c"), "-o", str(exe), *toolchain.libs().split(), "-lm"],
+                   check=True)
     trace([str(exe), "3", "16"], tmp_path / "t", progress=False)
     for t in load_hints(str(tmp_path / "t")).types:
         assert [(c.target, c.parameter, c.mode) for c in t.clauses] == [x[:3] for x in CHOLESKY[t.name]], t.name
@@ -152,7 +154,8 @@ def test_warnings(compile_c, tmp_path):
     # longest path ends at peek; without, fill_b follows peek.
     size = {x.id: x.instructions for x in t.fragments}
     before = size[0] + size[2] + size[4]
-    fill_a, peek, fill_b = (next(x.instructions for x in t.fragments if x.name == n) for n in ("fill_a", "peek", "fill_b"))
+    fill_a, peek, fill_b = (next(x.instructions for x in t.fragments if x.name == n)
+                            for n in ("fill_a", "peek", "fill_b"))
     assert h.tinf == before + fill_a + peek
     assert h.tinf_without_renaming == before + fill_a + peek + fill_b
     # The pragmas give OpenMP the same order: fill_b's out on shared[0] follows fill_a's out and peek's in.
@@ -162,7 +165,8 @@ def test_warnings(compile_c, tmp_path):
 def test_trace_without_tasks(compile_c, tmp_path):
     exe = compile_c(write_c(tmp_path, "notasks", "int main(void) { return 0; }\n"), markers=False)
     trace([str(exe)], tmp_path / "t", progress=False)
-    run = subprocess.run([sys.executable, "-m", "tareador", "hints", str(tmp_path / "t")], capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "tareador", "hints", str(tmp_path / "t")],
+                         capture_output=True, text=True)
     assert run.returncode == 2 and run.stderr == (f"tareador: {tmp_path / 't'} has no task instances: mark tasks (or "
                                                   "use --task-function) and trace again\n")
 
@@ -254,6 +258,7 @@ def test_integrate_asks_for_the_taskwaits_and_nothing_else(traced_example):
     assert h.unenforced == [] and h.tinf_without_renaming == h.tinf == h.tinf_pragmas
 
 
+@pytest.mark.fast
 def test_shared_only_the_creators_own_variables():
     """shared(x) where the item is x's own storage: &x, an array x, x + i, &x[i], an array of
     pointers q itself; not what a pointer variable p points at (p, p + i, &p[i]) nor an element
@@ -334,6 +339,7 @@ def test_task_without_a_call_names_objects(compile_c, tmp_path):
         for name in ("fill", "sum")]
 
 
+@pytest.mark.fast
 def test_sections_and_call_arguments(tmp_path):
     """Unit checks of the text: sizes named by --size, sections in elements or bytes, and the
     argument expressions of a call spread over two lines."""

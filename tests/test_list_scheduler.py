@@ -18,6 +18,8 @@ from tareador.taskgraph.model import Dependency, Fragment, TaskTrace
 from tareador.taskgraph.store import load_dag, save
 from tests.helpers import chain_and_side, fork_join, make, program, random_trace
 
+pytestmark = pytest.mark.fast  # no program compiled, traced or launched (make test-fast)
+
 
 def precedence(trace: TaskTrace) -> set[tuple[int, int]]:
     """The schedule's constraints written out fragment by fragment, as model.py states them: the
@@ -102,7 +104,8 @@ def test_unbounded_cores_give_exactly_the_critical_path():
 
 def test_overhead_is_paid_by_tasks_not_main():
     assert makespans(fork_join(), [4, 1], overhead=5) == [15, 60]
-    assert study(fork_join().dag, [4], "cp", Machine(), overhead=5).table().column("speedup")[0] == pytest.approx(40 / 15)
+    speedups = study(fork_join().dag, [4], "cp", Machine(), overhead=5).table().column("speedup")
+    assert speedups[0] == pytest.approx(40 / 15)
 
 
 def test_utilisation_and_profile():
@@ -120,8 +123,8 @@ def test_idle_cores_count_in_utilisation():
     assert utilisation(s).tolist() == [1.0, 0.0, 0.0, 0.0]
     result = study(t.dag, [4], "cp", Machine())
     assert result.utilisation_table().column("busy") == [1.0, 0.0, 0.0, 0.0]
-    assert next(iter(result.table())) == {"cores": 4, "time": 30 / Machine().rate, "speedup": 1.0, "efficiency": 0.25, "cores_used": 1,
-                                          "busy_min": 0.0, "busy_max": 1.0}
+    assert next(iter(result.table())) == {"cores": 4, "time": 30 / Machine().rate, "speedup": 1.0, "efficiency": 0.25,
+                                          "cores_used": 1, "busy_min": 0.0, "busy_max": 1.0}
 
 
 def test_fast_loader_matches_schedule_edges(tmp_path):
@@ -185,7 +188,7 @@ def test_cycles_unknown_ids_and_policies_are_errors():
     with pytest.raises(ValueError, match="cycle"):
         simulate(make([("main", -1, 1), ("a", 0, 1), ("b", 0, 1)], [(1, 2), (2, 1)]).dag, 2)
     with pytest.raises(TraceDirError, match=r"^deps.csv:2: dependency 0 -> 7 names a task that is not in tasks.csv"):
-        make([("main", -1, 1)], [(0, 7)]).dag
+        make([("main", -1, 1)], [(0, 7)]).dag  # noqa: B018 (the property raises)
     with pytest.raises(ValueError, match="policy"):
         simulate(fork_join().dag, 2, "lifo")
     assert simulate(make([], []).dag, 4).makespan == 0

@@ -15,6 +15,7 @@ from tareador.tracing.run import trace
 from tests.helpers import write_c
 
 
+@pytest.mark.fast
 def test_fit_recovers_a_power_law_with_an_offset():
     n = np.array([1000, 2000, 4000, 8000, 16000])
     f = fit(n, 3 * n ** 1.5 + 100)
@@ -23,6 +24,7 @@ def test_fit_recovers_a_power_law_with_an_offset():
     assert (f.a, f.b, f.c) == pytest.approx((5, 1, 0), abs=1e-9)
 
 
+@pytest.mark.fast
 def test_one_size_is_the_median_and_a_far_instance_is_an_outlier():
     """Ten instances of 64 bytes take 50, one 150: the model is the median 50; the ratios are 1
     except 3, whose quartiles are 1 and 1: only the 150 is outside the fences (and 200 % off)."""
@@ -33,6 +35,7 @@ def test_one_size_is_the_median_and_a_far_instance_is_an_outlier():
     assert outliers(n, d, f).tolist() == [3]
 
 
+@pytest.mark.fast
 def test_an_outlier_does_not_bend_its_types_model():
     """d = 2n for 8 sizes, the 6th taking 3 times as long: fitted with it the model is off; the
     refit without it is d = 2n again, and it stays the one outlier."""
@@ -44,12 +47,14 @@ def test_an_outlier_does_not_bend_its_types_model():
     assert outliers(np.array([1, 2, 3]), np.array([1, 1, 9]), Fit(0, 0, 1, 0)).tolist() == []  # too few
 
 
+@pytest.mark.fast
 def test_bytes_accessed_are_the_union_of_what_a_fragment_read_and_wrote():
     t = TaskTrace([Fragment(0, "main", 0, -1, 0, 1, 1), Fragment(1, "a", 1, 0, 1, 2, 1)], [], [])
     rows = [Access(1, "x", 0, 0, 100, 50, 150), Access(1, "y", 0, -1, -1, 0, 8), Access(1, "z", 0, 10, 20, -1, -1)]
     assert accessed_bytes(t, rows).tolist() == [0, 150 + 8 + 10]
 
 
+@pytest.mark.fast
 def test_instructions_per_ns_per_type_and_for_the_program():
     """a: 2 instances of 100 instructions, 10 ns each; b: one of 300 in 100 ns; main 0 in 0."""
     tasks = [Fragment(0, "main", 0, -1, 0, 0, 0), Fragment(1, "a", 1, 0, 0, 100, 100),

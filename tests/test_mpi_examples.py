@@ -30,7 +30,8 @@ def test_example_checks_ok_on_every_rank(mpi_examples, mpi, name, ranks):
 def test_makefile_tells_mpi_examples_by_their_include(tmp_path):
     """Only a file including <mpi.h> is built with MPI's compiler, into BIN/<MPI>/."""
     run = subprocess.run(["make", "-n", "-C", str(EXAMPLES), "CC=cc", "MPI=openmpi", f"BIN={tmp_path}",
-                          "TAREADOR_CFLAGS=", "TAREADOR_LIBS=", "heat", "ring"], capture_output=True, text=True, check=True)
+                          "TAREADOR_CFLAGS=", "TAREADOR_LIBS=", "heat", "ring"],
+                         capture_output=True, text=True, check=True)
     commands = [line.split()[0] + " " + line.split("-o ")[1].split()[0] for line in run.stdout.splitlines()
                 if " -o " in line]
     assert commands == [f"cc {tmp_path}/heat", f"mpicc.openmpi {tmp_path}/openmpi/ring"]
@@ -49,6 +50,7 @@ def test_rank_from_each_launchers_environment(tmp_path, mpi, argv):
     assert sorted(launch_rank(e) for e in environments) == [0, 1, 2, 3]
 
 
+@pytest.mark.fast
 def test_no_rank_outside_a_launcher():
     assert launch_rank({"PATH": "/usr/bin"}) is None
     assert launch_rank({"PMI_RANK": ""}) is None
@@ -63,7 +65,8 @@ def test_mpi4py_runs_with_open_mpi_whichever_libmpi_so_is_first(tmp_path):
         pytest.skip("mpi4py is not installed; `make deps` installs it")
     mpich_library = "/usr/lib/x86_64-linux-gnu/libmpich.so.12"
     (tmp_path / "libmpi.so").symlink_to(mpich_library)
-    code = "from mpi4py import MPI; c = MPI.COMM_WORLD; s = c.gather(c.allreduce(c.Get_rank() + 1)); c.Get_rank() or print(s)"
+    code = ("from mpi4py import MPI; c = MPI.COMM_WORLD; s = c.gather(c.allreduce(c.Get_rank() + 1)); "
+            "c.Get_rank() or print(s)")
     run = subprocess.run(OPEN_MPI.command(2, [sys.executable, "-c", code]),
                          env={**OPEN_MPI.env(), "LD_LIBRARY_PATH": str(tmp_path)},
                          capture_output=True, text=True, timeout=60)

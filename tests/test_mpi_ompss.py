@@ -52,6 +52,7 @@ def authentic_makespan(root):
     return replay(trace, Machine(nodes=len(trace.threads))).makespan
 
 
+@pytest.mark.fast
 def test_threads_and_records(tmp_path):
     """Rank 0: thread 0 is main's three fragments (10 + 10 + 5, the send, 5), A and B threads 1
     and 2; the dependency A -> m4 is a receive on thread 0 before m4 and a send at A's end, the
@@ -74,6 +75,7 @@ def test_threads_and_records(tmp_path):
     assert (tmp_path / "ompss.pcf").exists()
 
 
+@pytest.mark.fast
 def test_b_overlaps_the_send(tmp_path):
     """Authentic run: rank 0 sends at 425, rank 1 has received at 425 and computes 5 + 50 + 5:
     485 ns.
@@ -91,6 +93,7 @@ def test_b_overlaps_the_send(tmp_path):
     assert ompss_makespan(tmp_path, 2) == pytest.approx(320 * NS, abs=1e-13)
 
 
+@pytest.mark.fast
 def test_dependencies_take_no_time_on_a_network(tmp_path):
     """The same run, one rank per node, on a network whose intra-node messages are slow and
     whose inter-node ones are free: the dependencies between a rank's threads cost nothing (the
@@ -106,6 +109,7 @@ def test_dependencies_take_no_time_on_a_network(tmp_path):
     assert replay(trace, replace(slow, inter_latency=200 * NS)).makespan == pytest.approx(370 * NS, abs=1e-13)
 
 
+@pytest.mark.fast
 def test_mpi_calls_keep_their_order_across_tasks(tmp_path):
     """Rank 0: main (10) creates S1 (100, sends tag 0 at its 50th instruction), main (10) creates
     S2 (50, sends tag 1 at its 20th), main ends (10); no data between S1 and S2. Rank 1 receives
@@ -127,6 +131,7 @@ def test_mpi_calls_keep_their_order_across_tasks(tmp_path):
     assert ompss_makespan(tmp_path, 2) == pytest.approx(160 * NS, abs=1e-13)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("collectives, allreduce", [("dimemas", 3), ("p2p", 8)])
 def test_every_mpi_message_of_authentic_is_in_ompss(tmp_path, collectives, allreduce):
     """Ring of MPI_Sendrecv (made by a task), an Irecv/Isend/Waitall and an Allreduce (made by
@@ -150,6 +155,7 @@ def test_every_mpi_message_of_authentic_is_in_ompss(tmp_path, collectives, allre
     assert ompss_makespan(tmp_path, 2) > 0
 
 
+@pytest.mark.fast
 def test_pool_gives_the_serial_files(tmp_path):
     """Byte for byte: the per-rank work in a process pool of 2, and in this process."""
     for d in ("serial", "pool"):
@@ -160,6 +166,7 @@ def test_pool_gives_the_serial_files(tmp_path):
         assert (tmp_path / "pool" / name).read_bytes() == (tmp_path / "serial" / name).read_bytes(), name
 
 
+@pytest.mark.fast
 def test_pool_workers_leave_signals_to_the_parent():
     """A worker raising Ctrl-C or SIGTERM as KeyboardInterrupt while it wrote its result hung
     postprocess --jobs 2 on SIGTERM; the workers ignore them and the parent stops the pool."""
@@ -170,6 +177,7 @@ def test_pool_workers_leave_signals_to_the_parent():
     assert handlers == [signal.SIG_IGN, signal.SIG_IGN]
 
 
+@pytest.mark.fast
 def test_postprocess_runs_in_one_process_unless_the_ranks_files_are_large(tmp_path):
     """A pool of 2 made a 4-rank Jacobi's postprocess 8.8 s against 5.0 s (pickled tables cost
     what reading them does): the default is this process alone below 64 MB of rank files, then as
@@ -250,6 +258,7 @@ def test_simulate_run_dir_refusals(tmp_path):
                                            f"{tmp_path}'\n")
 
 
+@pytest.mark.fast
 def test_partial_run_replays(tmp_path):
     """Rank 1 of 3 wrote no trace: rank 0's send to it matched nothing and is left out (as in
     authentic.dim), rank 1 is an idle thread 0; rank 0 computes 20 and receives what rank 2

@@ -40,6 +40,7 @@ def ping_pong(a, b, c, size=8):
             [call("MPI_Recv", 0, 0, size, 0), call("MPI_Send", 0, 0, size, b)]]
 
 
+@pytest.mark.fast
 def test_ping_pong_messages_and_summary(tmp_path):
     run = make_run(tmp_path, ping_pong(1000, 3000, 500, size=64))
     assert run.messages == [Message(0, 0, 1, 0, 0, 64, 0, 0), Message(1, 1, 0, 0, 0, 64, 1, 1)]
@@ -52,6 +53,7 @@ def test_ping_pong_messages_and_summary(tmp_path):
     assert len((tmp_path / "mpi.csv").read_text().splitlines()) == 1 + 5
 
 
+@pytest.mark.fast
 def test_ping_pong_replays_to_its_chain(tmp_path):
     """Ideal network: a + b + c. With latency L and bandwidth B each message costs the sender
     L on its CPU and size/B on the way, the receiver L when it posts the receive (rank 1 posts
@@ -65,6 +67,7 @@ def test_ping_pong_replays_to_its_chain(tmp_path):
                                                                    abs=1e-12)
 
 
+@pytest.mark.fast
 def test_authentic_dim_records(tmp_path):
     """Bursts between the calls in seconds, task-type events around the fragment, the sends and
     receives with the real peers, sizes and tags on communicator 0, each between the events of
@@ -84,6 +87,7 @@ def test_authentic_dim_records(tmp_path):
     assert pcf_value_labels(tmp_path / "authentic.pcf", 50000002)[10] == "MPI_Allreduce"
 
 
+@pytest.mark.fast
 def test_ring_of_sendrecv(tmp_path):
     """Rank r computes w[r], MPI_Sendrecv to r+1 and from r-1, computes z[r]: an immediate send
     and a receive, so rank r goes on at max(w[r], w[r-1]); with latency L and bandwidth B at
@@ -102,6 +106,7 @@ def test_ring_of_sendrecv(tmp_path):
     assert "2:0:0:1:4096:7:0:2" in (tmp_path / "authentic.dim").read_text().splitlines()  # immediate
 
 
+@pytest.mark.fast
 def test_isend_irecv_waitall_exchange(tmp_path):
     """Each rank posts an Irecv and an Isend at x, computes until y, waits for both, computes
     until its end: the Wait returns at max(y, the other's x). Rank 1 waits for rank 0."""
@@ -121,6 +126,7 @@ def test_isend_irecv_waitall_exchange(tmp_path):
     assert makespan(tmp_path) == pytest.approx(1300e-9, abs=1e-12)
 
 
+@pytest.mark.fast
 def test_rooted_collective_as_a_binomial_tree(tmp_path):
     """MPI_Bcast from rank 1 over 4 ranks: relative ranks v = r - 1 mod 4; the root sends to
     v=2 (rank 3) and v=1 (rank 2), rank 3 passes it to v=3 (rank 0). Each rank enters at e[r]
@@ -139,6 +145,7 @@ def test_rooted_collective_as_a_binomial_tree(tmp_path):
     assert makespan(tmp_path) == pytest.approx(max(leave[r] + z[r] for r in range(4)) / IPS, abs=1e-12)
 
 
+@pytest.mark.fast
 def test_collective_as_a_global_operation(tmp_path):
     """The same Bcast by default: one record 10 per rank (id 1, Dimemas communicator 1 = the
     run's world, defined by a d:1: line; root field 1 on rank 1's record, which sends 32 bytes,
@@ -156,6 +163,7 @@ def test_collective_as_a_global_operation(tmp_path):
     assert makespan(tmp_path, 1e-5, 100.0) == pytest.approx((700 + 20305.17578125 + 1000) / IPS, abs=1e-15)
 
 
+@pytest.mark.fast
 def test_global_operation_sizes_fit_a_c_int(tmp_path):
     """Dimemas times a global operation's sizes as C ints: a 3 GiB Allreduce is written with
     2^31 - 1 bytes each way, and the trace replays."""
@@ -166,6 +174,7 @@ def test_global_operation_sizes_fit_a_c_int(tmp_path):
     assert makespan(tmp_path) == 10 / IPS
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("ranks", [2, 3, 5])
 def test_allreduce_by_recursive_doubling_leaves_when_the_last_enters(tmp_path, ranks):
     """However the ranks fold in (3 and 5 are not powers of two), no rank leaves an Allreduce
@@ -177,6 +186,7 @@ def test_allreduce_by_recursive_doubling_leaves_when_the_last_enters(tmp_path, r
     assert makespan(tmp_path) == pytest.approx((max(e) + max(z)) / IPS, abs=1e-12)
 
 
+@pytest.mark.fast
 def test_split_communicators_are_told_apart(tmp_path):
     """MPI_Comm_split into even and odd ranks: communicator 2 on every rank, two communicators.
     Each half's Allreduce is one operation, and messages with the same tag on the two halves
@@ -195,6 +205,7 @@ def test_split_communicators_are_told_apart(tmp_path):
     assert run.summary["unmatched_collectives"] == [] and run.summary["warnings"] == []
 
 
+@pytest.mark.fast
 def test_unmatched_sends_receives_and_collectives_are_reported_not_dropped(tmp_path):
     """Rank 0 sends tag 5 twice, rank 1 receives it once and waits for a tag 6 nobody sends;
     rank 0 calls MPI_Barrier, rank 1 MPI_Bcast. The trace still replays without them."""
@@ -213,6 +224,7 @@ def test_unmatched_sends_receives_and_collectives_are_reported_not_dropped(tmp_p
     assert makespan(tmp_path) == pytest.approx(30e-9, abs=1e-12)
 
 
+@pytest.mark.fast
 def test_where_interrupted_ranks_stopped(tmp_path):
     """Rank 0 waits for a message nobody sent; rank 1's counter stood still in its last call (time
     inside MPI is not counted); rank 2 waits in MPI_Waitall for an Irecv nobody matched; rank 3
@@ -230,11 +242,13 @@ def test_where_interrupted_ranks_stopped(tmp_path):
     assert run.summary["partial"]
 
 
+@pytest.mark.fast
 def test_no_mpi_calls_is_a_warning(tmp_path):
     run = make_run(tmp_path, [[], [], []])
     assert run.summary["warnings"] == ["no rank made an MPI call: the 3 ranks are independent runs of the program"]
 
 
+@pytest.mark.fast
 def test_calls_outside_tasks_and_task_events(tmp_path):
     """Fragments main [0,100), work [100,400), main [400,450): a send made by 'work' at 250 lies
     inside its burst; a receive outside every fragment (task -1, after tareador_OFF) at 450."""
@@ -251,6 +265,7 @@ def test_calls_outside_tasks_and_task_events(tmp_path):
     assert makespan(tmp_path) == pytest.approx(450e-9, abs=1e-12)
 
 
+@pytest.mark.fast
 def test_load_returns_the_run(tmp_path):
     make_run(tmp_path, ping_pong(10, 20, 30))
     run = tareador.load(tmp_path)
@@ -260,6 +275,7 @@ def test_load_returns_the_run(tmp_path):
     assert isinstance(tareador.load(tmp_path / "rank-1"), TaskTrace)
 
 
+@pytest.mark.fast
 def test_stale_run_files_are_named(tmp_path):
     """A rank traced again after postprocess leaves the run's files stale."""
     make_run(tmp_path, ping_pong(10, 20, 30))
@@ -295,6 +311,7 @@ CORRUPTIONS = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("case", CORRUPTIONS, ids=CORRUPTIONS)
 def test_corrupt_rank_files_are_named_by_line(tmp_path, case):
     rows, index, column, value, message = CORRUPTIONS[case]
@@ -324,6 +341,7 @@ def test_postprocess_command(tmp_path):
     assert r.returncode == 2 and r.stderr.startswith("tareador: ") and len(r.stderr.splitlines()) == 1
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("operation", sorted(collectives.ALGORITHMS))
 def test_every_collective_algorithm_pairs_its_messages_and_finishes(operation):
     """On 1 to 9 members, with any root, each member's steps are sends that go at once and

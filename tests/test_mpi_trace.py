@@ -32,7 +32,8 @@ def run_ranks(mpi, argv, out: Path, ranks: int = 2) -> Path:
     """Every rank traced by its own `tareador trace --mpi`, as a user runs it under a launcher."""
     env = mpi.env()
     env["PYTHONPATH"] = os.pathsep.join([str(Path(tareador.__file__).parents[1]), env.get("PYTHONPATH", "")])
-    command = [sys.executable, "-m", "tareador", "trace", "--mpi", "--no-progress", "-o", str(out), "--", *map(str, argv)]
+    command = [sys.executable, "-m", "tareador", "trace", "--mpi", "--no-progress", "-o", str(out), "--",
+               *map(str, argv)]
     run = subprocess.run(mpi.command(ranks, command), env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     return out

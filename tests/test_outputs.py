@@ -7,6 +7,7 @@ import csv
 import itertools
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from tareador.cli.main import main
 from tareador.files import printable
 from tareador.formats.paraver import TASK_EVENT, pcf_value_labels
 from tareador.tracing.run import trace
-from tests.helpers import ROOT, write_c
+from tests.helpers import EXAMPLES, ROOT, write_c
 
 CHAIN = r"""
 #include <stdlib.h>
@@ -149,6 +150,7 @@ def test_a_full_disk_names_the_file_and_leaves_no_truncated_file(chain, tmp_path
     assert list((tmp_path / "copy").iterdir()) == []
 
 
+@pytest.mark.fast
 def test_sigterm_midway_is_a_stop_like_ctrl_c(tmp_path, capsys, monkeypatch):
     """SIGTERM while a command writes a file: one line, exit 128+15, no temporary file left (its
     default action would kill Python before the cleanup ran)."""
@@ -173,3 +175,47 @@ def test_sigterm_midway_is_a_stop_like_ctrl_c(tmp_path, capsys, monkeypatch):
     assert capsys.readouterr().err == "tareador: stopped by SIGTERM\n"
     assert not any(p.name.endswith(".tmp") or p.name == "speedup.csv" for p in trace_dir.iterdir())
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def test_chrome_json_beyond_the_bound_is_split_by_time(tareador, compile_c, tmp_path):
+    """A traced Cholesky's 2-core timeline with --chrome-max-mb 0.004: parts of at most 4000
+    bytes that each parse, hold each task instance's slice exactly once, in time order across
+    parts, name the process and every core they use, and keep an arrow only with both ends;
+    the arrows of every RAW dependency are either in a part or counted as left out. An unsplit
+    run afterwards replaces the parts, and a split one the unsplit file."""
+    exe = compile_c(EXAMPLES / "cholesky" / "cholesky.c")
+    d = tmp_path / "chol.tareador"
+    trace([str(exe), "4", "8"], d, progress=False)
+    t = load(d)
+    fragments = sorted(f.id for f in t.fragments)
+    dependencies = {(x.src, x.dst) for x in t.deps if x.kind == "RAW" and x.src != x.dst}  # an arrow each
+    status, out, err = tareador("simulate", d, "--cores", "2", "--chrome", "--chrome-max-mb", "0.004")
+    assert status == 0
+    parts = sorted(d.glob("simulation-2-part*.json"), key=lambda p: int(p.stem.rsplit("part", 1)[1]))
+    assert len(parts) >= 2 and not (d / "simulation-2.json").exists()
+    left_out = int(re.search(r"; (\d+) arrows between two parts are in neither", err).group(1))
+    assert f"written by time as {len(parts)} parts" in err and "--chrome-max-mb 0.004" in err
+    slices, arrows, last = [], 0, -1.0
+    for part in parts:
+        assert part.stat().st_size <= 4000
+        events = json.loads(part.read_text())["traceEvents"]
+        named = {e["tid"] for e in events if e["name"] == "thread_name"}
+        assert [e["args"]["name"] for e in events if e["name"] == "process_name"] == ["2 cores, cp"]
+        mine = [e for e in events if e["ph"] == "X"]
+        assert {e["tid"] for e in events if e["ph"] != "M"} <= named
+        assert min(e["ts"] for e in mine) >= last
+        last = max(e["ts"] for e in mine)
+        slices += [e["args"]["id"] for e in mine]
+        ends = sorted((e["id"], e["ph"]) for e in events if e["ph"] in "sf")
+        assert ends == [(k, ph) for k in sorted({k for k, _ in ends}) for ph in "fs"]
+        arrows += len(ends) // 2
+    assert sorted(slices) == fragments
+    assert arrows + left_out == len(dependencies) > left_out > 0
+    status, out, err = tareador("simulate", d, "--cores", "2", "--chrome")
+    assert status == 0 and err == "" and not list(d.glob("simulation-2-part*.json"))
+    size = (d / "simulation-2.json").stat().st_size
+    assert f"Chrome/Perfetto: simulation-2.json ({size / 1e3:.1f} kB)" in out
+    events = json.loads((d / "simulation-2.json").read_text())["traceEvents"]
+    assert len(events) == 1 + 2 + len(fragments) + 2 * len(dependencies)
+    assert tareador("simulate", d, "--cores", "2", "--chrome", "--chrome-max-mb", "0.004")[0] == 0
+    assert not (d / "simulation-2.json").exists()

@@ -57,6 +57,7 @@ def test_the_wheel_carries_the_sources_and_machines(dist):
     assert "License-Expression: BSD-3-Clause" in metadata and "Requires-Python: >=3.11" in metadata
 
 
+@pytest.mark.fast
 def test_bundled_machines_by_name(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # nothing named laptop here: the bundled one
     assert {"laptop", "cluster", "smp_cp", "two_ranks"} <= set(bundled_machines())

@@ -137,6 +137,7 @@ def test_patterns_refuses_a_truncated_rank_file_in_one_line(tmp_path, traced):
         assert f"{rank_file} is not a patterns file" in r.stderr
 
 
+@pytest.mark.fast
 def test_an_interrupted_save_keeps_the_previous_patterns_file(tmp_path, monkeypatch):
     """Ctrl-C while patterns.npz is written (np.savez writing its second array) used to leave a
     zip of the first arrays only, which loads as a run without its consumption."""
@@ -164,6 +165,7 @@ def pattern(production, consumption):
                            np.array(consumption, dtype=float))
 
 
+@pytest.mark.fast
 def test_figures_by_hand():
     """8 elements in 4 chunks of 2. Production: chunks complete at max(.1,.9)=.9, max(.2,.3)=.3,
     .5, .7 -> sorted .3 .5 .7 .9: quarter 30, half 50, whole 90; 1 elem = .1. Consumption: chunks

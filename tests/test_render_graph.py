@@ -6,6 +6,7 @@ import re
 from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from tareador.cli.main import main
 from tareador.render.graph import write_graph
@@ -62,6 +63,7 @@ def test_creation_edge_also_carrying_a_war_is_drawn(tmp_path):
     assert dot_edges(shown) == {(0, 1), (1, 2), (2, 3), (2, 4)}  # 0 -> 2 is implied
 
 
+@pytest.mark.fast
 def test_too_large_to_lay_out_writes_the_dot_and_says_why(tmp_path):
     tasks = [Fragment(0, "main", 0, -1, 0, 0, 0)] + [Fragment(i, "t", i, 0, i, i, 5) for i in range(1, 2502)]
     said = []
@@ -70,6 +72,7 @@ def test_too_large_to_lay_out_writes_the_dot_and_says_why(tmp_path):
     assert len(said) == 1 and "2501 nodes" in said[0] and "--collapse auto" in said[0]
 
 
+@pytest.mark.fast
 def test_a_huge_graph_is_written_without_the_quadratic_reduction(tmp_path):
     """5000 instances past the layout limit: the transitive reduction (a minute here, hours at
     100,000) is skipped and every edge written, so the transitive 1 -> 3 stays."""
@@ -165,6 +168,7 @@ def test_large_graphs_collapse_by_type(tmp_path):
     assert out["graph (svg)"].stat().st_size < 100_000
 
 
+@pytest.mark.fast
 def test_summary_numbers():
     text = format_summary(diamond())
     # T1 = 1 + 10 + 20 + 30 + 40; T-inf = main 1 + a1 10 + b3 30 + a4 40

@@ -13,6 +13,8 @@ from tareador.simulation.machine_files import BUNDLED, load_machine
 from tareador.synthesis.ompss import write_dim_traces
 from tests.helpers import THREE_THREADS, TWO_RANKS, cfg, dim, fork_join
 
+pytestmark = pytest.mark.fast  # no program compiled, traced or launched (make test-fast)
+
 NETWORK = Machine(nodes=2, inter_latency=1e-5, inter_bandwidth=100.0, in_links=1, out_links=1)
 
 
@@ -180,5 +182,6 @@ def test_machine_files(tmp_path):
             parse_toml(bad, "m.toml")
     with pytest.raises(MachineError, match=r"m.cfg:2: not a Dimemas configuration record"):
         parse_cfg("#DIMEMAS_CONFIGURATION\nnonsense\n", "m.cfg")
-    with pytest.raises(MachineError, match="3 ranks at 1 per node need 3 nodes but the machine has 2; .*--ranks-per-node 2"):
+    with pytest.raises(MachineError,
+                       match="3 ranks at 1 per node need 3 nodes but the machine has 2; .*--ranks-per-node 2"):
         Machine(nodes=2).node_of_tasks(3)

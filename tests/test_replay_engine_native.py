@@ -13,6 +13,7 @@ from tareador.synthesis.ompss import write_dim_traces
 from tests.helpers import fork_join
 
 
+@pytest.mark.fast
 def test_pausing_for_progress_changes_nothing(tmp_path, monkeypatch):
     write_dim_traces(fork_join(width=9, work=1000).dag, tmp_path, 1e9)
     trace = read_dim(tmp_path / "ompss.dim")
@@ -28,6 +29,7 @@ def test_pausing_for_progress_changes_nothing(tmp_path, monkeypatch):
         assert all(np.array_equal(before[k], after[k]) for k in before)
 
 
+@pytest.mark.fast
 def test_transfers_queue_for_the_link_in_order(tmp_path):
     # Three ranks send 1 MB at once to a fourth through its single in link at 1 MB/s.
     blocks = [f"2:{t}:0:3:1048576:1:0:0\n" for t in range(3)] + \

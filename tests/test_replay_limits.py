@@ -81,6 +81,7 @@ def test_inputs_that_hung_are_refused(tmp_path, machine, argv, message):
     ("[network]\nbuses = 1e19\n", ["replay", "{dim}", "--machine", "{machine}"], "buses = 1e+19 is too large"),
     ("", ["simulate", "{trace}", "--overhead", str(10 ** 30)], "--overhead must be >= 0 and at most 2147483647"),
 ])
+@pytest.mark.fast
 def test_absurd_values_are_one_line_errors(tmp_path, capsys, machine, argv, message):
     def run(args):
         try:
@@ -94,6 +95,7 @@ def test_absurd_values_are_one_line_errors(tmp_path, capsys, machine, argv, mess
     assert err.splitlines()[-1].startswith("tareador")
 
 
+@pytest.mark.fast
 def test_idle_cores_cost_nothing(tmp_path):
     """A trillion cores schedule like as many cores as instances; a machine of a trillion CPUs per
     node replays TWO_RANKS as one CPU per node does, its second node's first CPU numbered 10^12 + 1."""
@@ -127,6 +129,7 @@ def test_ctrl_c_stops_a_long_replay(tmp_path):
     assert proc.returncode == 130 and err.strip().splitlines()[-1] == "tareador: interrupted"
 
 
+@pytest.mark.fast
 def test_no_gantt_of_more_cores_than_it_can_draw(tmp_path, capsys):
     trace = save(fork_join(width=4, work=1000), tmp_path / "fj.tareador")
     assert cli.main(["simulate", str(trace), "--cores", "257", "--plot"]) == 0

@@ -87,11 +87,13 @@ def test_a_misspelled_record_is_refused_naming_file_and_line(tmp_path):
     (lambda t: t + '"mapping information" {"t.dim", 2, [2] {0,1}};;\n', "a second mapping .* maps a second "
                                                                        "application"),
 ])
+@pytest.mark.fast
 def test_what_changes_the_answer_and_replay_cannot_honour_is_refused(tmp_path, change, error):
     with pytest.raises(MachineError, match=error):
         parse_cfg(change(cfg_text()), tmp_path / "m.cfg")
 
 
+@pytest.mark.fast
 def test_node_records_with_node_ids(tmp_path):
     """The 14-field "node information" (a node id after the machine id, which Dimemas ignores)
     and the 13-field one define a node each; the same machine as one "multi node information"."""
@@ -105,6 +107,7 @@ def test_node_records_with_node_ids(tmp_path):
 
 # ---- modules: a task type's speed factor ----
 
+@pytest.mark.fast
 def test_modules_speed_up_the_bursts_of_an_event_value(tmp_path):
     """Bursts of 1 s at relative speed 2 (0.5 s each): outside any module; in task type 2 with
     factor 4 (0.25 s, then halved: 0.125); outside; in type 3 with factor 0 (no time); in type 4
@@ -122,6 +125,7 @@ def test_modules_speed_up_the_bursts_of_an_event_value(tmp_path):
     assert replay(trace, Machine(relative_speed=2.0)).makespan == 2.5
 
 
+@pytest.mark.fast
 def test_modules_follow_dimemas_list_of_open_modules(tmp_path):
     """Dimemas keeps a thread's open modules in a list it adds to at the front and closes from the
     back: 7003:2 then 7003:3 open both, the front (3, factor 4) times the first burst (0.25 s);
@@ -145,6 +149,7 @@ def test_a_machine_with_modules_is_refused_where_nothing_replays_a_trace(tmp_pat
 
 # ---- mappings ----
 
+@pytest.mark.fast
 def test_explicit_and_interleaved_mappings(tmp_path):
     """Rank 0 sends 1 MiB to rank 1, which posted its receive at 0; both pay the latency. On one
     node: 1 us + 1 MiB at 1000 MB/s = 0.001001 s; on two: 10 us + 1 MiB at 100 MB/s = 0.01001 s."""
@@ -196,6 +201,7 @@ def bus_trace(tmp_path, c_ms: int):
     # shares it too (12-32), at 16 ms it has it alone (16-26, the makespan 25 < 26).
     ("RR", 12, 0.032), ("RR", 16, 0.026), ("BOOST", 12, 0.032),
 ])
+@pytest.mark.fast
 def test_communication_policy_shares_the_buses(tmp_path, policy, c_ms, expected):
     comm = tmp_path / "comm.txt"
     comm.write_text(f"Machine policy: 0 {policy}\n" + ("Quantum size (bytes): 100\n" if policy in ("RR", "BOOST")
@@ -217,6 +223,7 @@ def test_communication_policy_shares_the_buses(tmp_path, policy, c_ms, expected)
     ("11 LOG 2MAX CTE MIN 1.0", 20056),  # log2 of 2 nodes = 1 stage of 48 in, 8 out
     ("Machine globalop: 0 10 LIN MAX LIN MAX", 20032),  # MPI_Reduce's line, which Dimemas skips
 ])
+@pytest.mark.fast
 def test_communications_file_sets_an_operations_fans(tmp_path, line, expected_ns):
     """An MPI_Allreduce (Dimemas id 11) of 2 ranks on 2 nodes, the root's record sending 8 bytes
     and receiving 24, both arriving at 0: it takes fan-in + fan-out between nodes, each 10 us +
@@ -238,6 +245,7 @@ def test_communications_file_sets_an_operations_fans(tmp_path, line, expected_ns
     ("Machine globalop: 0 11 CTE HALF CTE MAX\n", "'HALF' is not a fan size"),
     ("11 CTE MAX CTE MAX\n", "not a line of a Dimemas communications file"),
 ])
+@pytest.mark.fast
 def test_a_communications_file_dimemas_would_misread_is_refused(tmp_path, text, error):
     (tmp_path / "comm.txt").write_text(text)
     with pytest.raises(MachineError, match=error):
@@ -259,6 +267,7 @@ def test_a_busy_wait_is_a_warning(tmp_path):
 
 # ---- what replay's Paraver trace shares with Dimemas' ----
 
+@pytest.mark.fast
 def test_a_send_is_recorded_on_the_cpu_where_it_paid_its_latency(tmp_path):
     """One node of 2 CPUs under SS_MPI_CP, every send and receive paying 1 us on its CPU, transfers
     instantaneous. Ranks 1 and 0 set a priority (event 6999), ranks 2 and 3 never do, so they go
@@ -287,6 +296,7 @@ def test_a_send_is_recorded_on_the_cpu_where_it_paid_its_latency(tmp_path):
                       (3, 0, 1000, 4000, 3), (3, 0, 4000, 11000, 5), (3, 1, 0, 1000, 26), (3, 2, 11000, 21000, 1)]
 
 
+@pytest.mark.fast
 def test_a_context_switch_before_a_latency(tmp_path):
     """Two ranks on two nodes, a 500 ns context switch each time a thread gets a CPU, latency
     1 us. Rank 0 gets its CPU for its empty first burst (switch 0-500) and again for its 1 us

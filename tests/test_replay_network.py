@@ -41,6 +41,7 @@ def scheduler_cfg(tmp_path, policy: str, switch: float, quantum: float | None = 
     return load_machine(tmp_path / "m.cfg")
 
 
+@pytest.mark.fast
 def test_context_switch_every_time_a_thread_gets_the_cpu(tmp_path):
     """Two threads of 1 s on one CPU, 0.1 s switch: each gets the CPU for its empty first burst
     and again for its 1 s burst (the first goes to the queue's tail after its empty burst), so
@@ -54,6 +55,7 @@ def test_context_switch_every_time_a_thread_gets_the_cpu(tmp_path):
     assert replay(dim(tmp_path, [2], TWO_THREADS), scheduler_cfg(tmp_path, "FIFO", 0.0)).makespan == 2.0
 
 
+@pytest.mark.fast
 def test_context_switch_under_round_robin_starts_a_new_quantum(tmp_path):
     """One thread, a 1 s burst, quantum 0.3 s, switch 0.1 s: slices 0.3, 0.3, 0.3, 0.1, each after
     a switch: 1.0 + 4 x 0.1 = 1.4 s. A thread that keeps its turn after a non-blocking action
@@ -68,6 +70,7 @@ def test_context_switch_under_round_robin_starts_a_new_quantum(tmp_path):
     assert r.task_end[0] == pytest.approx(0.7, abs=1e-12)
 
 
+@pytest.mark.fast
 def test_context_switch_in_toml_and_ss_mpi_cp(tmp_path):
     """TOML names it in [scheduler] and it costs under every policy; Dimemas' SS_MPI_CP reads
     nothing past the policy line of its scheduler file, so there the file's cost is 0 (2.0 s)."""
@@ -85,6 +88,7 @@ def test_context_switch_in_toml_and_ss_mpi_cp(tmp_path):
 
 @pytest.mark.parametrize("links,expected", [((1, 1), 0.01), ((1, 0), 0.02), ((0, 1), 0.02), ((2, 0), 0.01),
                                             ((0, 0), 0.01)])
+@pytest.mark.fast
 def test_half_duplex_links_between_nodes(tmp_path, links, expected):
     """1 MiB each way at 100 MB/s, one rank per node: 0.01 s per transfer. With one in and one
     out link per node both go at once; with exactly one count 0 a node's max(in, out) links
@@ -94,6 +98,7 @@ def test_half_duplex_links_between_nodes(tmp_path, links, expected):
     assert replay(dim(tmp_path, [1, 1], EXCHANGE), machine).makespan == pytest.approx(expected, abs=1e-12)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("links,expected", [((1, 1), 0.01), ((0, 1), 0.02), ((1, 0), 0.02)])
 def test_half_duplex_links_within_a_node(tmp_path, links, expected):
     """The same exchange between two ranks of one node (fields 9-10 of the .cfg's multi node
@@ -110,6 +115,7 @@ def test_half_duplex_links_within_a_node(tmp_path, links, expected):
     assert replay(dim(tmp_path, [1, 1], EXCHANGE), m).makespan == pytest.approx(expected, abs=1e-12)
 
 
+@pytest.mark.fast
 def test_within_a_half_duplex_node_a_message_to_a_lower_rank_takes_the_in_link_first(tmp_path):
     """4 ranks on one node, one half-duplex link per rank, 1 MB/s (1 MiB takes 1 s). X (1 to 0)
     runs 0-1 on ranks 1's and 0's links. At 0.5 Y (2 to 1) asks for rank 1's link first (a lower
@@ -123,6 +129,7 @@ def test_within_a_half_duplex_node_a_message_to_a_lower_rank_takes_the_in_link_f
                                                                                          abs=1e-12)
 
 
+@pytest.mark.fast
 def test_an_out_link_is_lent_to_a_transfer_that_can_go(tmp_path):
     """3 nodes, one rank each, one in and one out link per node, 1 MB/s (1 MiB takes 1 s).
     At 0 rank 1 sends X to rank 2 (node 2's in link busy until 1). At 0.5 rank 0 sends Y to

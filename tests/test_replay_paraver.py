@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tareador.formats.dimemas import read_dim, write_dim
 from tareador.formats.paraver import TASK_EVENT
 from tareador.simulation.dimemas_engine import replay
 from tareador.simulation.machine import Machine
 from tareador.synthesis.ompss import write_dim_traces
 from tests.helpers import TWO_RANKS, make
+
+pytestmark = pytest.mark.fast  # no program compiled, traced or launched (make test-fast)
 
 
 def test_cpus_are_numbered_across_nodes(tmp_path):

@@ -97,6 +97,7 @@ def test_ping_pong_timeline(tmp_path):
         ("s", 0, 1, 5.0), ("f", 0, 2, 6.8), ("s", 1, 2, 9.8), ("f", 1, 1, 11.6)]
 
 
+@pytest.mark.fast
 def test_sendrecv_is_one_call_between_its_events(tmp_path):
     """MPI_Sendrecv is two rows of mpi.csv, one call of the program: event 41 (Extrae's
     MPI_Sendrecv) before its immediate send, 0 after its receive."""
@@ -127,6 +128,7 @@ def test_collective_is_one_call_around_its_global_operation(tmp_path):
     assert pcf_value_labels(prv.with_suffix(".pcf"), 50000002)[10] == "MPI_Allreduce"
 
 
+@pytest.mark.fast
 def test_rows_of_task_parallel_traces(tmp_path):
     """One process: a row per thread, named by the one task type each ompss.dim thread runs;
     the authentic trace's only thread runs them all."""

@@ -263,6 +263,7 @@ def test_an_mpi_run_page_shows_its_ranks_calls_and_messages(mpi_run, driver):
     assert arrows == summary["messages"]
 
 
+@pytest.mark.fast
 def test_a_timeline_beyond_its_bars_is_binned_exactly():
     """Row 0 runs a over [0, 3) then b over [3, 4); row 1 runs b over [0.5, 2.5). Within 4 bars they
     are kept; within 2, each row is one bin of width 4: row 0 mostly a and busy throughout, row 1 b

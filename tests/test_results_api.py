@@ -82,6 +82,7 @@ def test_reprs_fit_a_screen(traced):
     assert repr(trace.dag).startswith(f"<Dag {len(trace.fragments)} fragments")
 
 
+@pytest.mark.fast
 def test_a_table_keeps_its_schema():
     t = Table.of("t", (("cores", "count"), ("x", "float"), ("name", "str")), [(1, 0.5, "a"), (math.inf, math.nan, "b")])
     assert t.records() == [{"cores": 1, "x": 0.5, "name": "a"}, {"cores": "inf", "x": None, "name": "b"}]
@@ -93,6 +94,7 @@ def test_a_table_keeps_its_schema():
         Table.of("t", (("x", "float"),), [(1.0, 2.0)])  # a row longer than the schema
 
 
+@pytest.mark.fast
 def test_csv_round_trips_through_pandas(tmp_path):
     t = Table.of("t", (("cores", "count"), ("x", "float"), ("n", "int")), [(2, 1 / 3, 7), (math.inf, math.nan, 0)])
     frame = pd.read_csv(t.write_csv(tmp_path / "t.csv"))

@@ -12,6 +12,8 @@ from tareador.errors import TraceDirError
 from tareador.taskgraph.model import DataObject, Dependency, Fragment, TaskTrace
 from tareador.taskgraph.store import load_dag, save
 
+pytestmark = pytest.mark.fast  # no program compiled, traced or launched (make test-fast)
+
 
 def fork_join() -> TaskTrace:
     # main(2) creates a(10) and b(30); main fragment 3 (1 instr) reads both.

@@ -8,6 +8,10 @@ import ast
 import functools
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.fast  # no program compiled, traced or launched (make test-fast)
+
 PACKAGE = Path(__file__).resolve().parents[1] / "tareador"
 # Shared utilities first, then the stages in pipeline order: a module imports only from its own
 # stage or an earlier one. taskgraph comes before tracing: the task graph is the contract every

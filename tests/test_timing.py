@@ -18,10 +18,25 @@ from tareador.cli import main as cli
 from tareador.taskgraph.durations import MeasuredClock, measured_calls, measured_trace
 from tareador.taskgraph.model import Fragment, MpiCall, TaskTrace
 from tareador.tracing.run import trace
+from tareador.tracing.timing import (
+    CALIBRATION,
+    END,
+    EVENT,
+    FINISH,
+    FUNCTION_ENTER,
+    FUNCTION_LEAVE,
+    MPI_ENTER,
+    MPI_LEAVE,
+    NO_NAME,
+    OFF,
+    ON,
+    START,
+    TimingError,
+    TimingRecord,
+    fragments,
+    interval_costs,
+)
 from tests.helpers import EXAMPLES, write_c
-from tareador.tracing.timing import (CALIBRATION, EVENT, FINISH, FUNCTION_ENTER, FUNCTION_LEAVE, MPI_ENTER, MPI_LEAVE,
-                                     NO_NAME, OFF, ON, START, END, TimingError, TimingRecord, fragments,
-                                     interval_costs)
 
 NAP_MS = 30
 
@@ -77,6 +92,7 @@ def record(names: list[str], events: list[tuple[int, int, str | None]], cost: fl
     return TimingRecord(names, rows, cost)
 
 
+@pytest.mark.fast
 def test_fragments_follow_the_tracers_rules():
     """main 10..20 creates a (20..35), which creates b (35..60) and goes on (60..70); main goes on
     70..100 and stops at OFF. Each interval less the cost of an event, 1: main 9 and 29, a 14 and
@@ -90,6 +106,7 @@ def test_fragments_follow_the_tracers_rules():
     assert f.ns.tolist() == [9, 14, 24, 9, 29]
 
 
+@pytest.mark.fast
 def test_time_inside_mpi_calls_and_hooks_is_not_the_tasks():
     """The calibration calls (before ON) put a hooked call's cost at 4 inside it (enter -> leave)
     and 6 around it (leave -> enter); a marker costs 2 (1 on each side of it). A function entered
@@ -111,6 +128,7 @@ def test_time_inside_mpi_calls_and_hooks_is_not_the_tasks():
     assert f.ns.tolist() == [6.5, 15, 6.5]
 
 
+@pytest.mark.fast
 def test_markers_the_tracer_refuses_are_refused():
     with pytest.raises(TimingError, match='tareador_end_task\\("b"\\) does not match'):
         fragments(record(["a", "b"], [(0, ON, None), (1, START, "a"), (2, END, "b")]))
@@ -198,6 +216,7 @@ def test_a_run_that_makes_other_tasks_is_refused_at_the_first_difference(compile
     assert not (d / "durations.csv").exists()
 
 
+@pytest.mark.fast
 def test_the_measured_clock():
     """main 0..10 instructions (measured 100 ns) creates a (10..40, 60 ns), main goes on 40..50
     (20 ns). On the measured clock: main [0, 100), a [100, 160), main [160, 180). A call a made at

@@ -161,7 +161,8 @@ def assert_partial_trace(out: Path, ending: str, signal_name: str | None) -> Non
     assert t.summary["annotation_error"] is None
     names = {x.id: x.name for x in t.fragments}
     assert [x.name for x in t.fragments if not x.is_main] == ["fill", "last"]
-    assert {(names[d.src], names[d.dst], d.object, d.bytes) for d in t.deps if d.kind == "RAW"} == {("fill", "last", "data", 4)}
+    assert {(names[d.src], names[d.dst], d.object, d.bytes) for d in t.deps if d.kind == "RAW"} == {
+        ("fill", "last", "data", 4)}
 
 
 def test_exit_inside_a_task_is_the_programs_status_with_a_partial_trace(runs):

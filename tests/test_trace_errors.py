@@ -24,11 +24,13 @@ int main(int argc, char **argv) {
 """
 
 
+@pytest.mark.fast
 def test_missing_program(capsys, tmp_path):
     assert run_cli("-o", tmp_path / "t", "--", tmp_path / "nope") == 2
     assert "not found" in one_line_error(capsys)
 
 
+@pytest.mark.fast
 def test_not_an_executable(capsys, tmp_path):
     source = write_c(tmp_path, "x", "int main(void){return 0;}")
     assert run_cli("-o", tmp_path / "t", "--", source) == 2
@@ -63,14 +65,16 @@ def test_unbalanced_markers_name_the_task_and_line(capsys, tmp_path, compile_c, 
 
 
 def test_crash_keeps_the_partial_trace(capsys, tmp_path, compile_c):
-    src = write_c(tmp_path, "crash", TWO_TASKS % 'tareador_start_task("boom"); *(volatile int *) 0 = 1; tareador_end_task("boom");')
+    src = write_c(tmp_path, "crash",
+                  TWO_TASKS % 'tareador_start_task("boom"); *(volatile int *) 0 = 1; tareador_end_task("boom");')
     exe = compile_c(src)
     assert run_cli("-o", tmp_path / "t", "--", exe) == 1
     assert "crashed" in one_line_error(capsys)
     t = load(tmp_path / "t")
     assert t.summary["partial"] is True
     assert [x.name for x in t.fragments if not x.is_main] == ["first", "second", "boom"]
-    assert {(d.src, d.dst, d.object, d.bytes) for d in t.deps if d.kind == "RAW" and d.object == "data"} == {(1, 3, "data", 32)}
+    assert {(d.src, d.dst, d.object, d.bytes) for d in t.deps if d.kind == "RAW" and d.object == "data"} == {
+        (1, 3, "data", 32)}
 
 
 CRASH_IN_A_FUNCTION = r"""

@@ -33,6 +33,7 @@ def analytic_cholesky(nt: int) -> tuple[list[str], set[tuple[int, int]]]:
     return names, edges
 
 
+@pytest.mark.fast
 def test_analytic_model_by_hand():
     assert analytic_cholesky(2) == (["potrf", "trsm", "syrk", "potrf"], {(1, 2), (2, 3), (3, 4)})
 
@@ -100,6 +101,7 @@ def test_static_library_gives_the_same_dag(compile_c, tmp_path):
     static = compile_c(EXAMPLES / "cholesky" / "cholesky.c", static=True)
     a = trace([str(dynamic), "3", "4"], tmp_path / "a", progress=False)
     b = trace([str(static), "3", "4"], tmp_path / "b", progress=False)
-    raw = [{(d.src, d.dst, d.bytes) for d in t.deps if d.kind == "RAW" and d.object.startswith("heap:")} for t in (a, b)]
+    raw = [{(d.src, d.dst, d.bytes) for d in t.deps if d.kind == "RAW" and d.object.startswith("heap:")}
+           for t in (a, b)]
     assert raw[0] == raw[1] and len(raw[0]) == len(analytic_cholesky(3)[1])
     assert [x.name for x in a.fragments] == [x.name for x in b.fragments]

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import write_c
 from tareador import hints as load_hints
 from tareador.tracing.run import trace
+from tests.helpers import write_c
 
 # fill's 512-byte array is in the task's private stack; copy_through's struct copy then reads
 # the padding bytes of its own frame, uninitialised, where that array was.
@@ -52,7 +52,8 @@ def test_a_parent_never_depends_on_a_childs_dead_frame(compile_c, tmp_path, opt,
     code that runs between them, whether that code is main's or an enclosing task's. T-inf is
     then second's path: everything that ran before it but first, then second (first is not
     longer than what runs beside it, the code between and second)."""
-    body = "three_lines();" if where == "main" else 'tareador_start_task("outer"); three_lines(); tareador_end_task("outer");'
+    body = ("three_lines();" if where == "main"
+            else 'tareador_start_task("outer"); three_lines(); tareador_end_task("outer");')
     exe = compile_c(write_c(tmp_path, f"dead_{where}", DEAD_FRAME % body), opt=opt)
     t = trace([str(exe)], tmp_path / "dead.tareador", progress=False)
     assert t.summary["exit_status"] == 0

@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from helpers import write_c
 from tareador.tracing.run import trace
+from tests.helpers import write_c
 
 # Inline assembly moves rsp into a global (the instrumentation writes below the stack pointer,
 # hence the big array), runs the one instruction, and moves it back.
@@ -37,22 +37,27 @@ extern char ret_target[], leave_target[];
 
 /* rsp (and rbp) moved into a global for one instruction, then back. */
 NOINLINE void push_into_area(void) {
-  __asm__ volatile("mov %%rsp, %%r12\n\tlea stack_area+262208(%%rip), %%rsp\n\tpushq $7\n\tpushfq\n\tpushq source(%%rip)\n\tmov %%r12, %%rsp"
+  __asm__ volatile("mov %%rsp, %%r12\n\tlea stack_area+262208(%%rip), %%rsp\n\tpushq $7\n\tpushfq\n\t"
+                   "pushq source(%%rip)\n\tmov %%r12, %%rsp"
                    ::: "r12", "memory");
 }
 NOINLINE void pop_from_area(void) {
-  __asm__ volatile("mov %%rsp, %%r12\n\tlea stack_area+262184(%%rip), %%rsp\n\tpopq %%rax\n\tpopfq\n\tpopq sink(%%rip)\n\tmov %%r12, %%rsp"
+  __asm__ volatile("mov %%rsp, %%r12\n\tlea stack_area+262184(%%rip), %%rsp\n\tpopq %%rax\n\tpopfq\n\t"
+                   "popq sink(%%rip)\n\tmov %%r12, %%rsp"
                    ::: "r12", "rax", "memory", "cc");
 }
 NOINLINE void call_into_area(void) {
-  __asm__ volatile("mov %%rsp, %%r12\n\tlea stack_area+262208(%%rip), %%rsp\n\tcall 1f\n1:\tmov %%r12, %%rsp" ::: "r12", "memory");
+  __asm__ volatile("mov %%rsp, %%r12\n\tlea stack_area+262208(%%rip), %%rsp\n\tcall 1f\n1:\tmov %%r12, %%rsp"
+                   ::: "r12", "memory");
 }
 NOINLINE void ret_from_area(void) {
-  __asm__ volatile("mov %%rsp, %%r12\n\tlea stack_area+262144(%%rip), %%rsp\n\tret\n\t.globl ret_target\nret_target:\n\tmov %%r12, %%rsp"
+  __asm__ volatile("mov %%rsp, %%r12\n\tlea stack_area+262144(%%rip), %%rsp\n\tret\n\t"
+                   ".globl ret_target\nret_target:\n\tmov %%r12, %%rsp"
                    ::: "r12", "memory");
 }
 NOINLINE void enter_into_area(void) {
-  __asm__ volatile("mov %%rsp, %%r12\n\tmov %%rbp, %%r13\n\tlea stack_area+262208(%%rip), %%rsp\n\tlea source+16(%%rip), %%rbp\n\t"
+  __asm__ volatile("mov %%rsp, %%r12\n\tmov %%rbp, %%r13\n\tlea stack_area+262208(%%rip), %%rsp\n\t"
+                   "lea source+16(%%rip), %%rbp\n\t"
                    "enter $0, $2\n\tmov %%r12, %%rsp\n\tmov %%r13, %%rbp" ::: "r12", "r13", "memory");
 }
 NOINLINE void leave_from_area(void) {
@@ -70,7 +75,8 @@ NOINLINE void pop_run_from_area(void) {
 }
 NOINLINE void leave_ret_from_area(void) {
   __asm__ volatile("mov %%rsp, %%r12\n\tmov %%rbp, %%r13\n\tlea stack_area+262152(%%rip), %%rbp\n\tleave\n\tret\n\t"
-                   ".globl leave_target\nleave_target:\n\tmov %%r12, %%rsp\n\tmov %%r13, %%rbp" ::: "r12", "r13", "memory");
+                   ".globl leave_target\nleave_target:\n\tmov %%r12, %%rsp\n\tmov %%r13, %%rbp"
+                   ::: "r12", "r13", "memory");
 }
 NOINLINE void compare_strings(void) {
   long n = 64; const char *a = text, *b = other;
@@ -98,7 +104,8 @@ NOINLINE void translate(void) {
 }
 NOINLINE void exchange16(void) {
   long lo = 0, hi = 0;
-  __asm__ volatile("lock cmpxchg16b %2" : "+a"(lo), "+d"(hi), "+m"(*(__int128 *) pair) : "b"(1L), "c"(2L) : "memory", "cc");
+  __asm__ volatile("lock cmpxchg16b %2" : "+a"(lo), "+d"(hi), "+m"(*(__int128 *) pair) : "b"(1L), "c"(2L)
+                   : "memory", "cc");
 }
 int main(void) {
   unsigned a, b, c, d;
@@ -161,7 +168,8 @@ def task_raw_edges(t) -> set[tuple[str, str, str, int]]:
             if d.kind == "RAW" and not t.fragments[d.src].is_main and not t.fragments[d.dst].is_main}
 
 
-# Per instruction class (the table of docs/reference/models/dependencies.md), the RAW edges between tasks it is the link of.
+# Per instruction class (the table of docs/reference/models/dependencies.md), the RAW edges between tasks it is the
+# link of.
 CLASS_EDGES = {
     "push": {("push", "push_read", "stack_area", 24)},         # push imm, pushfq, push [mem]: 3 slots
     "pop": {("write_area", "pop", "stack_area", 24)},          # pop reg, popfq, pop [mem]
@@ -302,7 +310,8 @@ int main(void) {
   T("masked_load", keep512 = _mm512_maskz_loadu_epi8(0xf0, loaded));                          /* bytes 4..7 */
   T("write_floats", for (int i = 0; i < 8; i++) floats[i] = i; for (int i = 0; i < 16; i++) mbytes[i] = 0);
   T("maskstore", _mm256_maskstore_ps(floats, _mm256_setr_epi32(-1, 0, 0, -1, 0, 0, 0, -1), _mm256_set1_ps(3)));
-  T("maskmovdqu", _mm_maskmoveu_si128(_mm_set1_epi8(5), _mm_setr_epi8(-1, 0, -1, 0, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, -1, -1),
+  T("maskmovdqu", _mm_maskmoveu_si128(_mm_set1_epi8(5),
+                                      _mm_setr_epi8(-1, 0, -1, 0, -1, 0, -1, 0, 0, 0, 0, 0, 0, 0, -1, -1),
                                       mbytes));                                               /* 6 bytes */
   T("write_packed", for (int i = 0; i < 16; i++) packed[i] = i; for (int i = 0; i < 8; i++) longs[i] = i; bval = 3);
   T("compress", _mm512_mask_compressstoreu_epi32(packed, 0x0f0f, _mm512_set1_epi32(4)));      /* packed[0..7] */
@@ -311,8 +320,10 @@ int main(void) {
   T("broadcast", __asm__ volatile("kmovw %1, %%k1\n\tvpbroadcastd %0, %%zmm1%{%%k1%}" : : "m"(bval), "r"(0x5555)
                                   : "k1", "xmm1"));                                          /* reads bval */
   T("extract", __asm__ volatile("vextracti128 $1, %%ymm1, %0" : "=m"(*(__m128i *) (longs + 2))));  /* longs 2, 3 */
-  T("packed_read", long s = bval; for (int i = 0; i < 16; i++) s += packed[i]; for (int i = 0; i < 8; i++) s += longs[i]; sink = s);
-  T("floats_read", float s = 0; for (int i = 0; i < 8; i++) s += floats[i]; for (int i = 0; i < 16; i++) s += mbytes[i]; sink = (long) s);
+  T("packed_read", long s = bval; for (int i = 0; i < 16; i++) s += packed[i];
+    for (int i = 0; i < 8; i++) s += longs[i]; sink = s);
+  T("floats_read", float s = 0; for (int i = 0; i < 8; i++) s += floats[i];
+    for (int i = 0; i < 16; i++) s += mbytes[i]; sink = (long) s);
   tareador_OFF();
   printf("%ld\n", sink);
   return 0;

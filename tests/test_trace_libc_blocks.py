@@ -31,7 +31,8 @@ struct dirent **entries;
 int entry_count;
 int sums[16];
 
-__attribute__((noinline)) static int sum(const char *s, size_t n) { int t = 0; for (size_t i = 0; i < n; i++) t += s[i]; return t; }
+__attribute__((noinline)) static int sum(const char *s, size_t n)
+{ int t = 0; for (size_t i = 0; i < n; i++) t += s[i]; return t; }
 __attribute__((noinline)) static int sum_string(const char *s) { int t = 0; do t += *s; while (*s++); return t; }
 __attribute__((noinline)) static int format(char **out, const char *f, ...)
 {
@@ -169,7 +170,8 @@ Point *point;
 std::string *text;
 long sink;
 __attribute__((noinline)) static void fill(int *a, int n) { for (int i = 0; i < n; i++) a[i] = i; }
-__attribute__((noinline)) static long total(const int *a, int n) { long s = 0; for (int i = 0; i < n; i++) s += a[i]; return s; }
+__attribute__((noinline)) static long total(const int *a, int n)
+{ long s = 0; for (int i = 0; i < n; i++) s += a[i]; return s; }
 int main()
 {
   tareador_ON();

@@ -14,7 +14,8 @@ from tareador.taskgraph.dag import schedule_edges
 from tareador.tracing.run import trace
 from tests.helpers import EXAMPLES, write_c
 
-PRELUDE = "#include <tareador.h>\n#define T(name, body) do { tareador_start_task(name); body; tareador_end_task(name); } while (0)\n"
+PRELUDE = ("#include <tareador.h>\n"
+           "#define T(name, body) do { tareador_start_task(name); body; tareador_end_task(name); } while (0)\n")
 
 
 # The taskwait pattern: parent writes x, its child reads x and writes y, then the parent reads y.
@@ -316,7 +317,8 @@ def test_children_write_their_parents_locals(compile_c, tmp_path):
     children: dict[int, list[int]] = {}
     for i, f in instances.items():
         children.setdefault(owner[f.parent], []).append(i)
-    raw = {(owner[d.src], owner[d.dst], d.src, d.dst) for d in t.deps if d.kind == "RAW" and d.object.startswith("stack")}
+    raw = {(owner[d.src], owner[d.dst], d.src, d.dst) for d in t.deps
+           if d.kind == "RAW" and d.object.startswith("stack")}
     parents = [p for p in children if p in instances]
     assert len(parents) == 6  # fib(4), fib(3) twice, fib(2) three times, all but main's fib(5)
     for p in children:

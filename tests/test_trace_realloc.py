@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import write_c
 from tareador.tracing.run import trace
+from tests.helpers import write_c
 
 # A 32-byte block; with a block allocated right after it, growing it to 1616 bytes moves it,
 # without, it grows in place (the top of the heap). The program says which happened.

@@ -46,8 +46,8 @@ RULE_EDGES = {
 }
 # Tasks doing `sink += ...` read and write main's local `sink`: a genuine chain through it.
 SINK_TASKS = ["consume_part", "get_global", "sum_local", "private_a", "private_b", "use_dst", "use_big",
-              "read_z", "read_new", "read_grow", "read_shrunk", "read_dis", "read_en", "war_read", "outer", "read_zeros",
-              "read_word", "reread", "read_mapped", "read_unmap"]
+              "read_z", "read_new", "read_grow", "read_shrunk", "read_dis", "read_en", "war_read", "outer",
+              "read_zeros", "read_word", "reread", "read_mapped", "read_unmap"]
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,8 @@ def test_no_edge_through_libc_state_private_stack_or_freed_block(rules_trace):
     pairs = {(s, d) for s, d, *_ in task_edges(rules_trace)}
     assert ("print_a", "print_b") not in pairs
     assert ("private_a", "private_b", "RAW", "stack:main", 4) in task_edges(rules_trace)
-    assert not any(obj != "stack:main" for s, d, k, obj, b in task_edges(rules_trace) if (s, d) == ("private_a", "private_b"))
+    assert not any(obj != "stack:main" for s, d, k, obj, b in task_edges(rules_trace)
+                   if (s, d) == ("private_a", "private_b"))
     assert ("write_old", "read_new") not in pairs
     assert ("write_dis", "read_dis") not in pairs
 

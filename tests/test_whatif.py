@@ -28,6 +28,7 @@ def trace_dir(tmp_path):
     return save(long_and_short(), tmp_path / "ls.tareador")
 
 
+@pytest.mark.fast
 def test_times_by_hand():
     w = whatif(long_and_short().dag, [2, math.inf], [1, 2, None], "cp", Machine(instructions_per_second=1))
     assert (w.t1, w.tinf) == (110, 70)
@@ -47,6 +48,7 @@ def test_times_by_hand():
     assert [t.name for t in w.ranking(None)] == ["long", PROGRAM, "short"]
 
 
+@pytest.mark.fast
 def test_one_critical_path_of_two_equal_ones():
     """Two branches of equal length: the earliest-created holds the critical path, yet
     accelerating it gains nothing because the other is as long; the simulation says so."""
@@ -56,12 +58,14 @@ def test_one_critical_path_of_two_equal_ones():
     assert w.benefit("a", 2, None) == w.benefit("b", 2, None) == 1.0
 
 
+@pytest.mark.fast
 def test_a_factor_below_one_slows_and_fractions_round_to_whole_instructions():
     w = whatif(long_and_short().dag, [0.5, 3], [1])
     assert w.time("short", 0.5, 1) == 150
     assert w.time("short", 3, 1) == 110 - 4 * 10 + 4 * 3  # 10/3 is 3 instructions
 
 
+@pytest.mark.fast
 def test_json_csv_and_plots(tareador, trace_dir, tmp_path):
     machine = tmp_path / "m.toml"
     machine.write_text("[cpu]\ninstructions_per_second = 10\n")
@@ -91,6 +95,7 @@ def test_json_csv_and_plots(tareador, trace_dir, tmp_path):
         ("inf", "1", PROGRAM, "2", "6.5e-08", str(70 / 65)), ("inf", "2", "short", "2", "7e-08", "1.0")]
 
 
+@pytest.mark.fast
 def test_table(tareador, trace_dir):
     status, out, _ = tareador("whatif", trace_dir, "--factors", "2,inf", "--cores", "1,inf")
     assert status == 0
@@ -115,12 +120,14 @@ def test_table(tareador, trace_dir):
     (["--overhead", "-1"], "--overhead must be >= 0"),
     (["--overhead", "3000000000"], "at most 2147483647 instructions"),
 ])
+@pytest.mark.fast
 def test_bad_input_is_one_line(tareador, trace_dir, argv, message):
     status, out, err = tareador("whatif", trace_dir, *argv)
     assert status == 2 and out == ""
     assert err.startswith("tareador: ") and message in err and err.count("\n") == 1
 
 
+@pytest.mark.fast
 def test_empty_and_missing_traces(tareador, tmp_path):
     save(make([], []), tmp_path / "empty")
     status, _, err = tareador("whatif", tmp_path / "empty")

@@ -127,7 +127,7 @@ def explore(finest: TaskTrace, cores: int | None, machine: Machine, policy: str 
     top, children = task_tree(finest)
     recorded = recording(finest)
     current, broken = set(top), set()
-    steps = []
+    steps: list[Step] = []
 
     def evaluate(tasks: set[str], index: int) -> Step:
         return _evaluate(index, merge(recorded, tasks), cores, machine, policy, weights, overhead)
@@ -144,7 +144,7 @@ def explore(finest: TaskTrace, cores: int | None, machine: Machine, policy: str 
     types = sorted({t.name for t in finest.fragments if not t.is_main})
     best = _without_idle_types(best_step(steps, tolerance), max(s.speedup for s in steps) * (1 - tolerance),
                                tolerance, recorded, evaluate)
-    return Exploration(steps, best, cores, policy, tuple(weights), machine.rate, tuple(types), tolerance)
+    return Exploration(steps, best, cores, policy, (*weights,), machine.rate, tuple(types), tolerance)
 
 
 def _without_idle_types(step: Step, floor: float, tolerance: float, recorded: Recording, evaluate) -> Step:
@@ -215,4 +215,5 @@ def _costs(trace: TaskTrace, schedule, weights) -> tuple[TypeCost, ...]:
     totals = powered.sum(axis=0)
     normalised = np.divide(powered, totals, out=np.zeros_like(powered), where=totals > 0)
     return tuple(TypeCost(name, int(values[i, 0]), int(values[i, 1]), float(values[i, 2]),
-                          tuple(float(x) for x in normalised[i])) for i, name in enumerate(names))
+                          (float(normalised[i, 0]), float(normalised[i, 1]), float(normalised[i, 2])))
+                 for i, name in enumerate(names))

@@ -20,14 +20,16 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from tareador.analyses.signatures import POINTER, POINTERS, Signature
 from tareador.taskgraph.model import Access, DataObject, Dependency
 
 IN, OUT, INOUT = "in", "out", "inout"
 Range = tuple[int, int]
-Key = tuple[str, object]  # ("arg", position) or ("object", object name)
+Key = tuple[Literal["arg"], int] | tuple[Literal["object"], str]  # ("arg", position) or ("object", object name)
 
 
 @dataclass
@@ -270,7 +272,7 @@ def settle_regions(instances: list[Instance], objects: dict[str, DataObject]) ->
 
 
 def own_locals(settled: Settled, accesses: list[Access], instance_of: dict[int, int],
-               deps: list[Dependency]) -> dict[str, list[str]]:
+               deps: Sequence[Dependency]) -> dict[str, list[str]]:
     """Drop the stack regions no argument names that one instance alone touches (main's code
     counting as one instance): locals of the task's own block, private to it in OpenMP. An
     instance's accesses to its own frames are not recorded (the parent reading what its child
@@ -301,8 +303,8 @@ def own_locals(settled: Settled, accesses: list[Access], instance_of: dict[int, 
             if len(kept) < len(items) and items[0].obj.name not in dropped[t]:
                 dropped[t].append(items[0].obj.name)
             items[:] = kept
-    for k in [k for k, items in named.items() if not items]:
-        del named[k]
+    for empty in [k for k, items in named.items() if not items]:
+        del named[empty]
     return dropped
 
 
@@ -376,7 +378,9 @@ def shared_variable(c: Clause, kinds: dict[str, str]) -> str:
     split = array_base(c.target) if c.kind == "stack" and c.position >= 0 else None
     if not split:
         return ""
-    name = re.match(r"[A-Za-z_]\w*", split[0]).group(0)
+    identifier = re.match(r"[A-Za-z_]\w*", split[0])
+    assert identifier is not None  # array_base's base starts with one
+    name = identifier.group(0)
     kind, followed = kinds.get(name), split[0] != name
     if split[1] is None or kind is None or (kind != POINTER and not (kind == POINTERS and followed)):
         return name
@@ -415,7 +419,7 @@ def type_clauses(named: dict[tuple[str, Key], list[Named]], signature_of: dict[s
     out: dict[str, list[Clause]] = defaultdict(list)
     named_by = []
     for (t, key), items in named.items():
-        groups: dict[Range, list[Named]] = defaultdict(list)
+        groups: dict[Range | tuple[str, Range], list[Named]] = defaultdict(list)
         for n in items:
             groups[(n.offset, n.region[1] - n.region[0]) if key[0] == "arg" else (n.obj.name, n.region)].append(n)
         for g in groups.values():

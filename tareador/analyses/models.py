@@ -7,9 +7,9 @@ per fragment and object the union of the bytes it read first and those it wrote,
 instance's fragments). The fit minimises the relative error (every instance weighs alike,
 whatever its size): for each exponent b on a grid of 0.01 over [0, 3], a and c >= 0 by linear
 least squares, the best b kept; then once more without the outliers of that first fit, so that
-one far instance does not bend the model of the others. A type whose instances all touch the same bytes has no size to
-fit: its model is their median (b = 0); one whose best exponent is 0 is a constant too. Its error is the root mean square of the relative
-residuals.
+one far instance does not bend the model of the others. A type whose instances all touch the same bytes has no size
+to fit: its model is their median (b = 0); one whose best exponent is 0 is a constant too. Its error is the root mean
+square of the relative residuals.
 
 An outlier is an instance far from its type's model: its duration over the model's outside
 Tukey's fences (1.5 interquartile ranges beyond the quartiles of those ratios, over the type's
@@ -111,13 +111,14 @@ def fit(n: np.ndarray, d: np.ndarray) -> Fit:
     if len(np.unique(n)) < 2:
         c = float(np.median(d))
         return Fit(0.0, 0.0, c, _error(np.full(len(d), c), d))
-    best = None
+    best: Fit | None = None
     for b in EXPONENTS:
         a, c = _coefficients(np.power(n, b), d)
         model = a * np.power(n, b) + c
         error = _error(model, d)
         if best is None or error < best.error - 1e-12:
             best = Fit(a, float(b), c, error)
+    assert best is not None  # EXPONENTS is not empty
     if best.b == 0:  # n^0: no size dependence, one constant
         return Fit(0.0, 0.0, best.a + best.c, best.error)
     return best

@@ -117,8 +117,12 @@ class ClassStatistics:
 def _statistics(name: str, rows: Sequence[MessageFigures]) -> ClassStatistics:
     table = {f: np.array([getattr(r, f) for r in rows]) for f in FIGURES}
     return ClassStatistics(name, len(rows), {f: round(float(v.mean()), 2) for f, v in table.items()},
-                           {f: tuple(round(float(q), 2) for q in np.percentile(v, [25, 50, 75]))
-                            for f, v in table.items()})
+                           {f: _quartiles(v) for f, v in table.items()})
+
+
+def _quartiles(values: np.ndarray) -> tuple[float, float, float]:
+    low, median, high = (round(float(q), 2) for q in np.percentile(values, [25, 50, 75]))
+    return low, median, high
 
 
 def statistics(rows: Sequence[MessageFigures]) -> list[ClassStatistics]:

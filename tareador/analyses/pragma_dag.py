@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,7 +38,7 @@ class Structure:
     is_main: dict[int, bool]  # per fragment
 
     @classmethod
-    def of(cls, fragments: list[Fragment]) -> Structure:
+    def of(cls, fragments: Sequence[Fragment]) -> Structure:
         ordered = sorted(fragments, key=lambda t: t.id)
         instance_of = {t.id: t.instance for t in ordered}
         return cls(instance_of, {t.instance: instance_of[t.parent] for t in ordered if t.id == t.instance and

@@ -44,7 +44,8 @@ def _unqualified(entries: dict[int, dict], type_ref: int | None) -> dict | None:
     for _ in range(16):
         if not entry or entry["tag"] not in _QUALIFIERS:
             break
-        entry = entries.get(_reference(entry["attrs"].get("DW_AT_type")))
+        type_ref = _reference(entry["attrs"].get("DW_AT_type"))
+        entry = entries.get(type_ref) if type_ref is not None else None
     return entry
 
 
@@ -54,7 +55,7 @@ def _parameter(entries: dict[int, dict], attrs: dict, n: int) -> Parameter:
     if t and t["tag"] == "DW_TAG_pointer_type":
         pointee = _unqualified(entries, _reference(t["attrs"].get("DW_AT_type")))
         pointee_size = int(pointee["attrs"].get("DW_AT_byte_size", "1"), 0) if pointee else 1
-    floating = bool(t) and t["tag"] == "DW_TAG_base_type" and "float" in t["attrs"].get("DW_AT_encoding", "")
+    floating = t is not None and t["tag"] == "DW_TAG_base_type" and "float" in t["attrs"].get("DW_AT_encoding", "")
     return Parameter(attrs.get("DW_AT_name", f"arg{n + 1}"), pointee_size, floating)
 
 
@@ -106,9 +107,11 @@ def caller_variables(module: str, site_offset: int) -> tuple[tuple[str, str], ..
         if entry["tag"] in ("DW_TAG_lexical_block", "DW_TAG_inlined_subroutine"):
             pending += entry["children"]
         elif entry["tag"] in ("DW_TAG_variable", "DW_TAG_formal_parameter"):
-            declared = entries.get(_reference(entry["attrs"].get("DW_AT_abstract_origin")), entry)["attrs"]
+            origin = _reference(entry["attrs"].get("DW_AT_abstract_origin"))
+            declared = (entries.get(origin, entry) if origin is not None else entry)["attrs"]
             if "DW_AT_name" in declared:
-                kinds.setdefault(declared["DW_AT_name"], set()).add(_kind(entries, _reference(declared.get("DW_AT_type"))))
+                kind = _kind(entries, _reference(declared.get("DW_AT_type")))
+                kinds.setdefault(declared["DW_AT_name"], set()).add(kind)
     return tuple(sorted((name, k.pop()) for name, k in kinds.items() if len(k) == 1))
 
 
@@ -123,7 +126,8 @@ def _split_arguments(text: str, function: str) -> tuple[str, ...]:
     m = re.search(rf"\b{re.escape(function)}\s*\(", text)
     if not m:
         return ()
-    args, depth, current = [], 0, ""
+    args: list[str] = []
+    depth, current = 0, ""
     for ch in text[m.end():]:
         if ch in "([{":
             depth += 1

@@ -44,7 +44,8 @@ class Study(Tabular):
             speedup = self.t1 / time if time else 1.0
             busy = utilisation(s)
             rows.append((unbounded(s.cores), time, speedup, math.nan if s.cores is None else speedup / s.cores,
-                         s.cores_used, float(busy.min()) if len(busy) else 0.0, float(busy.max()) if len(busy) else 0.0))
+                         s.cores_used, float(busy.min()) if len(busy) else 0.0,
+                         float(busy.max()) if len(busy) else 0.0))
         return Table.of("speedup", STUDY_COLUMNS, rows)
 
     def utilisation_table(self) -> Table:

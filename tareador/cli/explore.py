@@ -118,8 +118,9 @@ def run(args) -> int:
     machine, _, policy = machine_options(args)
     cores = _cores(args, machine)
     if argv is not None and args.durations == "measured":
-        raise UserError("--durations measured needs the recording timed first: record it (tareador explore -- ./prog "
-                        "args), time it (tareador time DIR), then search it (tareador explore DIR --durations measured)")
+        raise UserError("--durations measured needs the recording timed first: record it (tareador explore -- "
+                        "./prog args), time it (tareador time DIR), then search it "
+                        "(tareador explore DIR --durations measured)")
     if argv is not None:
         directory = out = _record(args, argv)
     else:

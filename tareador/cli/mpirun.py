@@ -61,8 +61,8 @@ def choose_mpi(asked: str | None, program: str):
 
 
 def run(args) -> int:
-    argv, out = program_and_output(args, "tareador mpirun -np N -o DIR -- ./prog [args]")
-    out = Path(out)
+    argv, output = program_and_output(args, "tareador mpirun -np N -o DIR -- ./prog [args]")
+    out = Path(output)
     ranks = _positive(args.ranks, "-np", int)
     timeout = None if args.timeout is None else _positive(args.timeout, "--timeout", float)
     program = check_program(argv)

@@ -16,7 +16,7 @@ from tareador.simulation.machine_files import load_machine
 
 def core_list(text: str) -> list[int | None]:
     """``--cores``: counts and None for inf."""
-    out = []
+    out: list[int | None] = []
     for part in text.split(","):
         part = part.strip().lower()
         if part in ("inf", "infinite", "unbounded"):

@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import overload
 
 from tareador.analyses.network_sweep import sweep
 from tareador.cli.mapping import add_ranks_per_node, with_ranks_per_node
@@ -66,6 +67,10 @@ def run(args) -> int:
     return 0
 
 
+@overload
+def value_list(text: str, option: str) -> list[float]: ...
+@overload
+def value_list(text: None, option: str) -> None: ...
 def value_list(text: str | None, option: str) -> list[float] | None:
     """A comma list of positive numbers (a log axis shows them), parsed here so that a bad one is one line."""
 
@@ -89,9 +94,9 @@ def _replay(args, trace, machine, progress, max_bytes: int):
     result = replay(trace, machine, record=bool(args.prv or args.chrome), progress=progress)
     written = []
     if args.prv:
-        written += write_paraver(result.paraver, args.prv)[:1]
+        written += write_paraver(result.recorded, args.prv)[:1]
     if args.chrome:
-        chrome = write_replay_chrome(args.chrome, Path(args.trace).name, result.paraver, max_bytes)
+        chrome = write_replay_chrome(args.chrome, Path(args.trace).name, result.recorded, max_bytes)
         report_split(chrome, max_bytes)
         written += chrome.paths
     return result, written

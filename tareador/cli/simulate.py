@@ -58,7 +58,8 @@ def register(subparsers) -> None:
     p.add_argument("--chrome", action="store_true", help="write a Chrome/Perfetto JSON of each simulation")
     add_chrome_limit(p)
     p.add_argument("--plot", action="store_true", help="write speedup.png, profile.png and gantt.png")
-    p.add_argument("--csv", action="store_true", help="write speedup.csv (cores,time,speedup,efficiency,cores_used,busy_min,busy_max) and "
+    p.add_argument("--csv", action="store_true",
+                   help="write speedup.csv (cores,time,speedup,efficiency,cores_used,busy_min,busy_max) and "
                    "profile.csv (time,running) of the widest simulated machine")
     p.add_argument("--dim", action="store_true", help="write ompss.dim and authentic.dim for 'tareador replay'")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")

@@ -30,7 +30,8 @@ def run(args) -> int:
             raise UserError(f"{option} does not apply to an MPI run ({d} replays its ompss.dim with the Dimemas "
                             "model); leave it out, or give one rank's directory (DIR/rank-N)")
     measured = args.durations == "measured"
-    ompss_dim, authentic_dim = (f"{name}-measured.dim" if measured else f"{name}.dim" for name in ("ompss", "authentic"))
+    ompss_dim, authentic_dim = (f"{name}-measured.dim" if measured else f"{name}.dim"
+                                for name in ("ompss", "authentic"))
     missing = [name for name in (ompss_dim, authentic_dim) if not (d / name).is_file()]
     if missing:
         remedy = f"tareador time {d}" if measured else f"tareador postprocess {d}"
@@ -53,7 +54,7 @@ def run(args) -> int:
     written = []
     if args.prv:
         written += [p for c in study.configurations
-                    for p in write_paraver(c.result.paraver, out / f"simulation-{c.label}.prv")]
+                    for p in write_paraver(c.result.recorded, out / f"simulation-{c.label}.prv")]
     if args.csv:
         written.append(study.write_csv(out / "speedup.csv"))
     if args.plot:

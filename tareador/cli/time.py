@@ -6,6 +6,7 @@ import argparse
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -97,7 +98,7 @@ def _time_rank(args) -> int:
     return record_run(argv, Path(args.rank_records) / f"rank-{rank}", functions, mpi=True, hooks=True)
 
 
-def timed_runs(argv: list[str], functions: tuple, explore: bool, fragments: list, repeat: int):
+def timed_runs(argv: list[str], functions: tuple, explore: bool, fragments: Sequence, repeat: int):
     """(nanoseconds per run and fragment, what timing.json says about them); TimingError when a
     run fails or does not match the trace."""
     loads = [os.getloadavg()[0]]

@@ -68,7 +68,7 @@ def run(args) -> int:
     elif status:
         note = f"tareador: the program exited with status {status}; its trace is complete in {result.path}"
     try:
-        print(format_summary(result, {"trace directory": result.path}), flush=True)
+        print(format_summary(result, {"trace directory": str(result.path)}), flush=True)
     finally:  # also when stdout is a pipe already closed (`| head`, which may have ended the program too)
         if note:
             print(note, file=sys.stderr)

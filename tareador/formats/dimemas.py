@@ -189,7 +189,8 @@ def read_dim(path: str | Path) -> DimTrace:
     first_nl = data.find(b"\n")
     m = _HEADER.match(data, 0, first_nl if first_nl >= 0 else len(data))
     if not m:
-        raise DimError(f"{path}:1: not a Dimemas trace header (expected #DIMEMAS:\"name\":1,offset:tasks(threads),comms)")
+        raise DimError(f"{path}:1: not a Dimemas trace header "
+                       "(expected #DIMEMAS:\"name\":1,offset:tasks(threads),comms)")
     name = m.group(1).decode(errors="replace")
     threads = [int(x) for x in m.group(5).split(b",") if x.strip()]
     if len(threads) != int(m.group(4)) or min(threads, default=1) < 1:
@@ -206,7 +207,7 @@ def read_dim(path: str | Path) -> DimTrace:
     if body_end > body_start and data[body_end - 1:body_end] != b"\n":
         raise DimError(f"{path}: truncated: the last record before the trailer has no end of line")
     first_line = 2
-    communicators = {}
+    communicators: dict[int, tuple[int, ...]] = {}
     while data.startswith(b"d:", body_start):  # communicator definitions precede the records
         end = data.index(b"\n", body_start)
         _read_definition(data[body_start:end], len(threads), communicators, f"{path}:{first_line}")

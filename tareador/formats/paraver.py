@@ -29,7 +29,8 @@ RUNNING, WAITING_MESSAGE, WAITING_CPU, GROUP_COMMUNICATION, STARTUP_LATENCY = 1,
 CONTEXT_SWITCH = 6  # the number Dimemas writes a context switch with (its "Test/Probe")
 STATES = {0: ("Idle", (117, 195, 255)), RUNNING: ("Running", (0, 0, 255)),
           WAITING_MESSAGE: ("Waiting a message", (255, 0, 0)), WAITING_CPU: ("Waiting a CPU", (255, 150, 0)),
-          CONTEXT_SWITCH: ("Context switch", (255, 255, 0)), GROUP_COMMUNICATION: ("Group Communication", (255, 144, 26)),
+          CONTEXT_SWITCH: ("Context switch", (255, 255, 0)),
+          GROUP_COMMUNICATION: ("Group Communication", (255, 144, 26)),
           STARTUP_LATENCY: ("Startup latency", (0, 255, 255))}
 
 
@@ -86,10 +87,10 @@ def _records(run: ParaverRun) -> Rows:
 
     layouts, times = [], []
     # States and events share their record shape: kind, cpu, appl, task, thread, time, two fields.
-    for kind, table, stamp, fields in ((1, run.states, "begin", ("end", "state")),
-                                       (2, run.events, "time", ("type", "value"))):
+    for record, table, stamp, fields in ((1, run.states, "begin", ("end", "state")),
+                                         (2, run.events, "time", ("type", "value"))):
         cpu, when, first, second = columns(table, "cpu", stamp, *fields)
-        layouts.append([f"{kind}:", cpu, ":1:", *who(table.get("thread", empty)), ":", when, ":", first, ":", second,
+        layouts.append([f"{record}:", cpu, ":1:", *who(table.get("thread", empty)), ":", when, ":", first, ":", second,
                         "\n"])
         times.append(table.get(stamp, empty))
     c = run.comms
@@ -118,9 +119,9 @@ def write_paraver(run: ParaverRun, prv: str | Path) -> list[Path]:
 
 def pcf_text(run: ParaverRun) -> str:
     """The .pcf of a run; also written beside Dimemas traces, whose replays take their labels."""
-    out = ["DEFAULT_OPTIONS", "", "LEVEL               THREAD", "UNITS               NANOSEC", "LOOK_BACK           100",
-           "SPEED               1", "FLAG_ICONS          ENABLED", "NUM_OF_STATE_COLORS 1000", "YMAX_SCALE          37",
-           "", "", "STATES"]
+    out = ["DEFAULT_OPTIONS", "", "LEVEL               THREAD", "UNITS               NANOSEC",
+           "LOOK_BACK           100", "SPEED               1", "FLAG_ICONS          ENABLED",
+           "NUM_OF_STATE_COLORS 1000", "YMAX_SCALE          37", "", "", "STATES"]
     out += [f"{i:<4}{label}" for i, (label, _c) in STATES.items()]
     out += ["", "", "STATES_COLOR"]
     out += [f"{i:<4}{{{r},{g},{b}}}" for i, (_l, (r, g, b)) in STATES.items()]
@@ -151,7 +152,7 @@ def thread_labels(threads: list[int], kinds: list[str | None]) -> list[str]:
     thread runs, or None): its tasks are MPI ranks, except in the trace of one process, whose
     threads are the task instances (or the one sequential run) of that process. A thread of a
     task with several is named by its task type too."""
-    out = []
+    out: list[str] = []
     for task, n in enumerate(threads):
         for h in range(n):
             label = f"thread {h}" if len(threads) == 1 else f"rank {task}" + (f" thread {h}" if n > 1 else "")

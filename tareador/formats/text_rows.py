@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 import numpy as np
 
@@ -44,9 +44,11 @@ class Field:
         if self.kind in (INTEGER, FIXED):
             return 21 + self.decimals
         if self.kind == REAL:
+            assert self.column is not None
             finite = self.column[np.isfinite(self.column)]
             largest = float(np.abs(finite).max(initial=0.0))
             return len(f"{largest:.0f}") + 2 + self.decimals + 4
+        assert self.offsets is not None
         return int(np.diff(self.offsets).max(initial=0))
 
 
@@ -133,7 +135,7 @@ class Rows:
             self._call(0, self.count, None, ends.ctypes.data)
         return ends
 
-    def write(self, f: BinaryIO, ends: np.ndarray | None = None) -> int:
+    def write(self, f: IO[bytes], ends: np.ndarray | None = None) -> int:
         """The records into the binary file ``f``, a chunk at a time; returns the bytes written.
         ``ends`` (int64, one per record) gets where each record ends, from the first one's start."""
         buffer = np.empty(max(self.bound, 1) * min(CHUNK_ROWS, max(self.count, 1)), np.uint8)
@@ -143,7 +145,7 @@ class Rows:
             n = self._call(a, b, buffer.ctypes.data, None if ends is None else ends[a:b].ctypes.data)
             if ends is not None:
                 ends[a:b] += written
-            f.write(memoryview(buffer)[:n])
+            f.write(buffer.data[:n])
             written += n
         return written
 

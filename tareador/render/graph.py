@@ -177,8 +177,8 @@ def type_graph(trace: TaskTrace, show_main: bool = False) -> graphviz.Digraph:
         else:
             dot.node(node[task_type], f"{_text(task_type)}\n{plural(n, 'instance')}\n{human(work)} instr",
                      style="filled", fillcolor=colours[task_type], shape="ellipse", width=str(_width(work, largest)))
-    for (s, d), (count, nbytes) in sorted(edges.items()):
-        dot.edge(node[s], node[d], label=f"{plural(count, 'dep')}\n{human(nbytes)} B", fontsize="8")
+    for (src, dst), (count, nbytes) in sorted(edges.items()):
+        dot.edge(node[src], node[dst], label=f"{plural(count, 'dep')}\n{human(nbytes)} B", fontsize="8")
     return dot
 
 

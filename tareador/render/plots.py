@@ -167,7 +167,8 @@ def plot_explore(result: Exploration, path: str | Path) -> Path:
     steps = result.steps
     fig = _figure(max(6, 0.5 * len(steps)), 4)
     ax = fig.add_subplot()
-    ax.plot([s.index for s in steps], [s.speedup for s in steps], "o-", label=f"simulated, {machine_name(result.cores)}")
+    ax.plot([s.index for s in steps], [s.speedup for s in steps], "o-",
+            label=f"simulated, {machine_name(result.cores)}")
     ax.plot([s.index for s in steps], [s.parallelism for s in steps], ":", color="grey", label="parallelism T1/T∞")
     best = result.best
     ax.plot([best.index], [best.speedup], "*", color="tab:red", markersize=14, label=f"best: step {best.index}")

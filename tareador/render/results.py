@@ -80,12 +80,13 @@ def _percent(benefit: float) -> str:
 def format_exploration(result, program: str | None, libraries: dict[str, str] | None = None) -> str:
     """The steps as a table and the best; program: the command line of a recording, None for
     another trace; libraries: the candidates that are functions of shared libraries, and theirs."""
-    libraries = _library_note(libraries or {}, set(result.candidates))
+    library_note = _library_note(libraries or {}, set(result.candidates))
 
     breaks = [f"{s.broken} ({s.cost_of(s.broken).dominant})" if s.broken else "-" for s in result.steps]
     width = max([28, *map(len, breaks)])
-    lines = [f"{len(result.candidates)} candidate task types called in the analysed region{libraries}; "
-             f"target {machine_name(result.cores)}, policy {result.policy}, weights (length, dependencies, concurrency) = "
+    lines = [f"{len(result.candidates)} candidate task types called in the analysed region{library_note}; "
+             f"target {machine_name(result.cores)}, policy {result.policy}, "
+             "weights (length, dependencies, concurrency) = "
              f"{', '.join(f'{w:g}' for w in result.weights)}",
              f"{'step':>4} {'types':>5} {'instances':>9} {'T1':>10} {'T-inf':>10} {'parallelism':>11} "
              f"{'speedup':>7}  {'breaks (dominant cost)':<{width}} decomposition"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +34,7 @@ def machine_name(cores: int | None) -> str:
     return plural("inf" if cores is None else cores, "core")
 
 
-def plural(n: int, word: str) -> str:
+def plural(n: int | str, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
@@ -55,7 +56,7 @@ def work_by_type(trace: TaskTrace, main_apart: bool = False) -> list[tuple[str, 
     return sorted(((n, count[n], work[n]) for n in count), key=lambda r: (-r[2], r[0]))
 
 
-def format_summary(trace: TaskTrace, outputs: dict[str, str | Path] | None = None, top: int = 10) -> str:
+def format_summary(trace: TaskTrace, outputs: Mapping[str, str | Path] | None = None, top: int = 10) -> str:
     s = trace.summary
     main = sum(1 for t in trace.fragments if t.is_main)
     split = len(trace.fragments) - main - trace.instances

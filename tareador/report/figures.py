@@ -149,7 +149,7 @@ def profile(times: np.ndarray, series: dict[str, np.ndarray], unit: str, title: 
     return fig
 
 
-def ranked_bars(names: list[str], series: dict[str, list[float]], xlabel: str, title: str) -> figure:
+def ranked_bars(names: list[str], series: dict[str, np.ndarray], xlabel: str, title: str) -> figure:
     """Horizontal bars, first name on top, one bar per series (factor) in each group."""
     n, k = len(names), max(len(series), 1)
     plain_labels = labels(names)

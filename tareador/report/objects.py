@@ -10,7 +10,6 @@ bytes touched where a fragment's accesses have gaps.
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 
@@ -19,7 +18,7 @@ from tareador.render.summary import machine_name, time_unit
 from tareador.report import figures
 from tareador.report.bars import OBJECT_BARS, Bars, aggregate
 from tareador.report.html import note, table
-from tareador.report.page import Section
+from tareador.report.page import Section, directory_of
 from tareador.simulation.list_scheduler import Schedule
 from tareador.taskgraph.dag import Dag
 from tareador.taskgraph.model import Access, TaskTrace
@@ -46,7 +45,7 @@ def usage(accesses: list[Access], types: dict[int, str]) -> dict[str, dict[str, 
 def objects_section(section: Section, trace: TaskTrace, dag: Dag, schedule: Schedule, rate: float,
                     types: list[str], colours: dict[str, str]) -> None:
     try:
-        accesses = read_table(Path(trace.path) / "accesses.csv", Access,
+        accesses = read_table(directory_of(trace) / "accesses.csv", Access,
                               "trace the program again with this version of tareador (older traces have no access "
                               "summaries)")
     except TraceDirError as e:

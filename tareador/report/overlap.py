@@ -6,7 +6,6 @@ of ``tareador overlap`` (overlap.csv, Fig. 5.14)."""
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
 import numpy as np
 
@@ -14,7 +13,7 @@ from tareador.analyses.patterns import FIGURES, MessageFigures, statistics
 from tareador.errors import TraceDirError
 from tareador.report import figures
 from tareador.report.html import note, table
-from tareador.report.page import Section
+from tareador.report.page import Section, directory_of
 from tareador.taskgraph.mpi import MpiRun, rank_dirs
 from tareador.taskgraph.patterns import load_rank_patterns, transfer_patterns
 from tareador.taskgraph.store import read_table
@@ -23,7 +22,7 @@ SCATTER_LIMIT = 200_000  # elements per class drawn; beyond, an even sample
 
 
 def patterns_section(section: Section, run: MpiRun) -> None:
-    d = Path(run.path)
+    d = directory_of(run)
     if not (d / "patterns.csv").is_file():
         section.html(note(f"No patterns: {d / 'patterns.csv'} is missing (a run traced without them, or not "
                           f"post-processed: tareador postprocess {d}).", "missing"))
@@ -75,7 +74,7 @@ def _scatter(name: str, transfers: list):
 
 
 def overlap_section(section: Section, run: MpiRun) -> None:
-    path = Path(run.path) / "overlap.csv"
+    path = directory_of(run) / "overlap.csv"
     if not path.is_file():
         section.html(note(f"Not computed: run 'tareador overlap {run.path} --machine FILE --bandwidth LIST' to see "
                           "what chunked, overlapped messages would gain.", "missing"))

@@ -13,11 +13,14 @@ import datetime
 import json
 from dataclasses import dataclass, field
 from importlib.resources import files
+from pathlib import Path
 
 from bokeh.embed import file_html
 from bokeh.resources import INLINE
 
 from tareador.report.html import text
+from tareador.taskgraph.model import TaskTrace
+from tareador.taskgraph.mpi import MpiRun
 from tareador.version import __version__
 
 TEMPLATE = """
@@ -54,6 +57,13 @@ class Section:
         self.figures[key] = model
         self.parts.append(("figure", model.name))
         return self
+
+
+def directory_of(read: TaskTrace | MpiRun) -> Path:
+    """The directory a section reads more files from: the trace's or run's own."""
+    if read.path is None:
+        raise ValueError("a report is of a trace or run read from its directory")
+    return Path(read.path)
 
 
 def json_script(element_id: str, data) -> str:

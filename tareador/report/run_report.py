@@ -58,8 +58,8 @@ def _timeline(section: Section, reference: MpiStudy, sweep: MpiStudy) -> None:
     panels = []
     for title, c in runs:
         scale, unit = time_unit(c.result.makespan)
-        bars = aggregate(run_bars(c.result.paraver, scale / 1e9), share(len(runs)))
-        arrows = message_arrows(c.result.paraver, scale / 1e9)
+        bars = aggregate(run_bars(c.result.recorded, scale / 1e9), share(len(runs)))
+        arrows = message_arrows(c.result.recorded, scale / 1e9)
         for message in filter(None, (bars.aggregated, arrows.omitted)):
             section.html(note(f"{title}: {message}.", "warning"))
         panels.append((title, figures.timeline(bars, f"{title}: {format_seconds(c.result.makespan)}", unit, arrows)))

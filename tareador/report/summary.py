@@ -13,7 +13,7 @@ from pathlib import Path
 from tareador.analyses.whatif import WhatIf
 from tareador.render.summary import format_call
 from tareador.report.html import definition_list, note, number, table, text, warnings_list
-from tareador.report.page import Section
+from tareador.report.page import Section, directory_of
 from tareador.taskgraph.model import TaskTrace
 
 
@@ -42,7 +42,7 @@ def trace_summary(section: Section, trace: TaskTrace, result: WhatIf, simulated:
     section.html(partial_banner(s, "trace"))
     section.html(definition_list([
         ("program", command_line(s), "command"),
-        ("traced", traced_on(trace.path), None),
+        ("traced", traced_on(directory_of(trace)), None),
         ("ending", s.get("ending", "?"), "ending"),
         ("task instances", number(s.get("instances", trace.instances)), "instances"),
         ("task types", number(s.get("task_types", len(trace.task_types))), "task_types"),
@@ -68,7 +68,8 @@ def trace_summary(section: Section, trace: TaskTrace, result: WhatIf, simulated:
 def run_summary(section: Section, directory: str | Path, summary: dict, simulated: str | None) -> None:
     """An MPI run's summary.json: the run, then one row per rank."""
     section.html(partial_banner(summary, "run"))
-    mpi = {"mpich": "MPICH", "openmpi": "Open MPI"}.get(summary.get("mpi"), summary.get("mpi") or "no MPI")
+    name = summary.get("mpi") or ""
+    mpi = {"mpich": "MPICH", "openmpi": "Open MPI"}.get(name, name or "no MPI")
     section.html(definition_list([
         ("program", command_line(summary), "command"),
         ("traced", traced_on(directory), None),

@@ -19,7 +19,7 @@ from tareador.errors import DurationsError
 from tareador.render.graph import drawing, type_nodes
 from tareador.render.summary import format_seconds, human
 from tareador.report.html import note
-from tareador.report.page import Section
+from tareador.report.page import Section, directory_of
 from tareador.taskgraph.dag import Dag
 from tareador.taskgraph.durations import FILE as DURATIONS
 from tareador.taskgraph.durations import load_durations
@@ -56,7 +56,7 @@ def graph_section(section: Section, trace: TaskTrace, dag: Dag, path: list[int],
     critical = [int(i) for i in dag.ids[path].tolist()]
     if drawn.collapsed:
         return _type_data(trace, critical)
-    measured, problem = measured_ns(Path(trace.path))
+    measured, problem = measured_ns(directory_of(trace))
     if problem:
         section.html(note(problem, "warning"))
     return _instance_data(trace, critical, rate, measured)
@@ -128,14 +128,14 @@ def _type_data(trace: TaskTrace, critical: list[int]) -> dict:
     node = type_nodes(trace)
     kind = {t.id: (PROGRAM if t.is_main else t.name) for t in trace.fragments}
     instance = {t.id: t.instance for t in trace.fragments}
-    flows = defaultdict(lambda: [0, 0])
+    flows: defaultdict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
     for d in trace.deps:
         if d.kind == RAW and instance[d.src] != instance[d.dst]:
             flow = flows[kind[d.src], kind[d.dst], d.object]
             flow[0] += 1
             flow[1] += d.bytes
-    work = defaultdict(int)
-    count = defaultdict(int)
+    work: defaultdict[str, int] = defaultdict(int)
+    count: defaultdict[str, int] = defaultdict(int)
     for t in trace.fragments:
         work[kind[t.id]] += t.instructions
         count[kind[t.id]] += t.is_main or t.starts_instance

@@ -61,7 +61,7 @@ def trace_report(directory: str | Path, settings: Settings | None = None) -> Rep
     whatif_section(what, ranking)
     hints_section(hints, directory, settings.sizes)
     finite = [s for s in result.schedules if s.cores is not None]
-    widest = max(finite, key=lambda s: s.cores) if finite else result.schedules[-1]
+    widest = max(finite, key=lambda s: s.cores or 0) if finite else result.schedules[-1]
     objects_section(objects, trace, dag, widest, machine.rate, types, colours)
     title = f"tareador report: {Path(directory).name}"
     page = render_page(title, command_line(trace.summary), sections,

@@ -49,6 +49,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from tareador.errors import MachineError
 from tareador.formats.dimemas import GLOBAL_OPS, GLOP_REDUCE
@@ -81,7 +82,7 @@ class _Reading:
     mapped: int = 0  # line of the mapping record, 0: none yet
     modules: dict = field(default_factory=dict)
 
-    def fail(self, lineno: int, why: str):
+    def fail(self, lineno: int, why: str) -> NoReturn:
         raise MachineError(f"{self.path}:{lineno}: {why}")
 
     def num(self, rec: str, lineno: int, items: list[str], i: int, kind=float):

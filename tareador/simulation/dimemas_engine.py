@@ -97,7 +97,14 @@ class ReplayResult:
     makespan: float  # seconds
     thread_end: np.ndarray  # seconds, per global thread
     threads: list[int]  # threads per task
-    paraver: ParaverRun | None = None
+    paraver: ParaverRun | None = None  # with record=True
+
+    @property
+    def recorded(self) -> ParaverRun:
+        """The Paraver run of a replay with record=True."""
+        if self.paraver is None:
+            raise ValueError("the replay was not recorded: replay with record=True")
+        return self.paraver
 
     @property
     def thread_end_by_task(self) -> list[np.ndarray]:
@@ -108,7 +115,8 @@ class ReplayResult:
         return [float(ends.max()) for ends in self.thread_end_by_task]
 
     def __repr__(self) -> str:
-        return f"<ReplayResult makespan {self.makespan:.9g} s, {len(self.threads)} tasks, {len(self.thread_end)} threads>"
+        return (f"<ReplayResult makespan {self.makespan:.9g} s, {len(self.threads)} tasks, "
+                f"{len(self.thread_end)} threads>")
 
 
 @dataclass
@@ -142,8 +150,8 @@ def _key_groups(first_keys: list[np.ndarray], second_keys: list[np.ndarray]) -> 
     """The records of ``first`` then ``second`` ordered by key (stable: within a key, all of first
     then all of second, in trace order), and where each new key starts in that order."""
     def varies(*parts: np.ndarray) -> bool:
-        parts = [p for p in parts if len(p)]
-        return bool(parts) and min(p.min() for p in parts) != max(p.max() for p in parts)
+        present = [p for p in parts if len(p)]
+        return bool(present) and min(p.min() for p in present) != max(p.max() for p in present)
 
     # A column the same for all (one tag and communicator, as in ompss.dim) orders nothing.
     cols = [np.concatenate([a, b]) for a, b in zip(first_keys, second_keys) if varies(a, b)]
@@ -416,7 +424,8 @@ def replay(trace: DimTrace, machine: Machine, record: bool = False, progress=Non
         p = plan(trace, machine)
     arrays = _loop_arrays(p, record)
     states = _run_loop(_plan_struct(p, machine, arrays, record), progress)
-    pc, end_of = arrays["pc"], p.thread_start[1:]
+    pc, thread_end, end_of = arrays["pc"], arrays["thread_end"], p.thread_start[1:]
+    assert pc is not None and thread_end is not None  # the loop's outputs, always allocated
     stuck = np.flatnonzero(pc < end_of)
     if len(stuck):
         t = int(stuck[0])
@@ -424,9 +433,9 @@ def replay(trace: DimTrace, machine: Machine, record: bool = False, progress=Non
         line = trace.line(int(p.record[pc[t]]))
         raise DimError(f"{trace.path}:{line}: deadlock: {len(stuck)} threads never finish, first task {task} "
                        f"thread {thread}, blocked at this record")
-    ends = arrays["thread_end"] / NS  # the Paraver trace takes the loop's ns: back from seconds, a tie could move
+    ends = thread_end / NS  # the Paraver trace takes the loop's ns: back from seconds, a tie could move
     return ReplayResult(makespan=float(ends.max(initial=0.0)), thread_end=ends, threads=list(trace.threads),
-                        paraver=_paraver(trace, machine, p, arrays, states, arrays["thread_end"]) if record else None)
+                        paraver=_paraver(trace, machine, p, arrays, states, thread_end) if record else None)
 
 
 # struct plan in engine_loop.c, in its order: int64 scalars, the quantum and the context switch,
@@ -465,7 +474,8 @@ class _PlanStruct(ctypes.Structure):
 def _loop_arrays(p: _Plan, record: bool) -> dict[str, np.ndarray | None]:
     """The plan's arrays as the loop reads them, and zeroed arrays for it to write into."""
     nthreads, nactions, nmsg = len(p.thread_start) - 1, len(p.kind), len(p.latency)
-    arrays = {name: np.ascontiguousarray(getattr(p, name), dtype) for name, dtype in _PLAN_ARRAYS + _GLOBAL_ARRAYS}
+    arrays: dict[str, np.ndarray | None] = {name: np.ascontiguousarray(getattr(p, name), dtype)
+                                            for name, dtype in _PLAN_ARRAYS + _GLOBAL_ARRAYS}
     arrays |= {name: np.zeros(nthreads, dtype) for name, dtype in _OUTPUTS}
     arrays |= {name: np.zeros(nactions if name in ("reach", "reach_cpu") else nmsg, dtype) if record else None
                for name, dtype in _RECORDED}

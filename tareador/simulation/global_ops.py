@@ -47,6 +47,8 @@ by Dimemas' RR or BOOST communication policy (there an operation takes buses mes
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 import numpy as np
 
 from tareador.errors import DimError, MachineError
@@ -72,13 +74,14 @@ def plan_global_ops(trace: DimTrace, machine: Machine, node_of_task: np.ndarray,
     task_of = np.repeat(np.arange(len(trace.threads)), trace.threads)
     task, comm, glop = task_of[trace.gthread[records]], trace.comm[records], trace.a[records]
     ops = np.zeros(len(records), np.int64)
-    sizes, time, startup = [], np.zeros(len(records)), np.zeros(len(records))
+    sizes: list[int] = []
+    time, startup = np.zeros(len(records)), np.zeros(len(records))
     for c in np.unique(comm).tolist():
         mine = np.flatnonzero(comm == c)
-        members = trace.communicators.get(c)
-        if members is None:
+        defined = trace.communicators.get(c)
+        if defined is None:
             _fail(trace, records[mine[0]], f"communicator {c} is not defined (a d:1:{c}:... line after the header)")
-        members = np.array(members)
+        members = np.array(defined)
         outside = np.flatnonzero(~np.isin(task[mine], members))
         if len(outside):
             first = mine[outside[0]]
@@ -115,7 +118,7 @@ def _check_supported(trace: DimTrace, machine: Machine, records: np.ndarray) -> 
                            "communication policy) are not modelled; use FIFO, or unlimited buses")
 
 
-def _fail(trace: DimTrace, record: int, why: str):
+def _fail(trace: DimTrace, record: int, why: str) -> NoReturn:
     raise DimError(f"{trace.path}:{trace.line(int(record))}: {why}")
 
 

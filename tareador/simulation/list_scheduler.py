@@ -122,8 +122,8 @@ def _priorities(dag: Dag, policy: str, cores: int | None, duration: np.ndarray,
     become ready)."""
     if policy != "cp" or cores is None:
         return np.zeros(dag.n, np.int64)
-    levels = np.asarray(levels if levels is not None else bottom_levels(dag, duration), np.int64)
-    return levels.max(initial=0) + 1 - levels
+    level = np.asarray(levels if levels is not None else bottom_levels(dag, duration), np.int64)
+    return level.max(initial=0) + 1 - level
 
 
 def _first_children(dag: Dag) -> np.ndarray:

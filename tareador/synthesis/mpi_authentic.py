@@ -105,7 +105,7 @@ def call_records(calls_by_rank: Sequence[Sequence[MpiCall]], matching: Matching,
     records = {}
     for rank, calls in enumerate(calls_by_rank):
         texts: dict[int, list[str]] = {}
-        operation = {}
+        operation: dict[int, str] = {}
         opened = -1  # seq of the send row of the send-receive in progress
         for c, side in zip(calls, roles.sides(calls)):
             seq = c.seq
@@ -151,20 +151,20 @@ def _point_to_point(calls_by_rank: Sequence[Sequence[MpiCall]], matching: Matchi
     """(rank, seq) -> the records of each call that sends, receives or completes a matched message."""
     records = {}
     for rank, calls in enumerate(calls_by_rank):
-        started = {}  # request number -> the non-blocking call that started it
+        started: dict[int, MpiCall] = {}  # request number -> the non-blocking call that started it
         for c, side in zip(calls, roles.sides(calls)):
             m = matching.by_call.get((rank, c.seq))
-            comm = matching.comm_of.get((rank, c.comm))
             if c.nonblocking:
                 started[c.requests[0]] = c
             if side == roles.SEND and m:
                 sync = (SYNC_RENDEZVOUS if c.rendezvous else 0) | (
                     SYNC_IMMEDIATE if c.nonblocking or c.operation in roles.SENDRECVS else 0)
-                records[rank, c.seq] = send_record(rank, m.dst, m.bytes, m.tag, comm, sync)
+                records[rank, c.seq] = send_record(rank, m.dst, m.bytes, m.tag, matching.comm_of[rank, c.comm], sync)
             elif side == roles.RECEIVE and m:
-                records[rank, c.seq] = receive_record(rank, m.src, m.bytes, m.tag, comm, IRECV if c.nonblocking else 0)
+                records[rank, c.seq] = receive_record(rank, m.src, m.bytes, m.tag, matching.comm_of[rank, c.comm],
+                                                      IRECV if c.nonblocking else 0)
             elif side == roles.COMPLETION:
-                waits = [(r, matching.by_call.get((rank, r.seq))) for r in map(started.get, c.requests)
+                waits = [(r, matching.by_call.get((rank, r.seq))) for r in map(started.__getitem__, c.requests)
                          if r.operation in IMMEDIATE_RECEIVES]
                 text = "".join(receive_record(rank, m.src, m.bytes, m.tag, matching.comm_of[rank, r.comm], WAIT)
                                for r, m in waits if m)

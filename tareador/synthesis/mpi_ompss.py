@@ -54,9 +54,11 @@ authentic.dim, which replays.
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -131,7 +133,7 @@ def _threads(rank: int, trace: TaskTrace, dag: Dag, calls: list[MpiCall], texts:
         if i in made:
             blocks.append(thread_block(rank, t, thread_start(rank, t, priority[i]), [f], made[i],
                                        {c.seq: on_thread(texts[c.seq], t) for c in made[i]}, values, ips,
-                                       lambda counter, start=f.start: counter - start, {("f", f.id): (into, out)}))
+                                       partial(operator.add, -f.start), {("f", f.id): (into, out)}))  # counter - start
         else:
             blocks.append(task_thread(rank, t, priority[i], values[f.name], into,
                                       f"1:{rank}:{t}:{work[i] / ips:.9f}\n", out))

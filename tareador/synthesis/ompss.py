@@ -14,7 +14,7 @@ import numpy as np
 
 from tareador.formats.dimemas import SYNC_IMMEDIATE, write_dim_rows, write_task_labels
 from tareador.formats.paraver import DEP_TAG, PRIORITY_EVENT, TASK_EVENT, task_type_values
-from tareador.formats.text_rows import Rows, integer, real
+from tareador.formats.text_rows import Layout, Rows, integer, real
 from tareador.taskgraph.dag import Dag, bottom_levels, durations
 
 
@@ -45,7 +45,7 @@ def ompss_rows(names: list[str], instructions: np.ndarray, src: np.ndarray, dst:
     rank = np.arange(len(src)) - np.concatenate([[0], np.cumsum(outdegree)[:-1]])[src]  # src is sorted
     place(first[src] + 5 + indegree[src] + rank, 6, np.arange(len(src)))
     receiver, sender = integer(dst), integer(src)
-    layouts = [
+    layouts: list[Layout] = [
         ["1:0:", thread, ":0.000000000\n"],
         ["20:0:", thread, f":{PRIORITY_EVENT}:", integer(np.maximum(priority, 1)), "\n"],
         ["20:0:", thread, f":{TASK_EVENT}:", integer(tvalue), "\n"],
@@ -102,7 +102,7 @@ def write_authentic(path: str | Path, names: list[str], instructions: np.ndarray
     values = task_type_values(names)
     tvalue = np.fromiter((values[name] for name in names), np.int64, len(names))
     seconds = real(np.asarray(instructions, np.int64) / instructions_per_second, 9)
-    layouts = [["1:0:0:0.000000000\n"], [f"20:0:0:{TASK_EVENT}:", integer(tvalue), "\n1:0:0:", seconds,
+    layouts: list[Layout] = [["1:0:0:0.000000000\n"], [f"20:0:0:{TASK_EVENT}:", integer(tvalue), "\n1:0:0:", seconds,
                                          f"\n20:0:0:{TASK_EVENT}:0\n"]]
     rows = Rows(layouts, np.concatenate([[0], order]), np.minimum(np.arange(len(order) + 1), 1))
     return [write_dim_rows(path, "authentic", [1], rows, np.zeros(1, np.int64)), write_task_labels(path, names)]

@@ -104,7 +104,7 @@ def _collective_events(op, ranks: Sequence[RankPatterns], chunks: int, kind: str
     first_receive = [next((i for i, (k, _, _) in enumerate(st) if k == collectives.RECV), len(st)) for st in plan]
     last_send = [max((i for i, (k, _, _) in enumerate(st) if k != collectives.RECV), default=-1) for st in plan]
 
-    def side(member: int, step: int, size: int, receive: bool):
+    def side(member: int, step: int, size: int, receive: bool) -> tuple[np.ndarray, tuple[int, int], int] | None:
         """(times, interval) of the member's buffer when the step can be overlapped, else None."""
         row = rows[member][1 if receive else 0]
         rp = ranks[op.members[member]]
@@ -115,7 +115,7 @@ def _collective_events(op, ranks: Sequence[RankPatterns], chunks: int, kind: str
 
     sent: dict[tuple[int, int], list] = {}
     for i, st in enumerate(plan):
-        for s, (k, peer, size) in enumerate(st):
+        for s, (k, peer, _size) in enumerate(st):
             if k != collectives.RECV:
                 sent.setdefault((i, peer), []).append((s, k))
     received: dict[tuple[int, int], int] = {}
@@ -157,7 +157,7 @@ def _collective_events(op, ranks: Sequence[RankPatterns], chunks: int, kind: str
 
 def _completions(calls) -> dict[int, int]:
     """Request number -> the seq of the Wait/Test that completed it, in one rank."""
-    done = {}
+    done: dict[int, int] = {}
     for c, side in zip(calls, roles.sides(calls)):
         if side == roles.COMPLETION:
             for r in c.requests:
@@ -262,11 +262,11 @@ def write_overlap_trace(path: str | Path, run, ranks: Sequence[RankPatterns], tr
         for k, (size, tag, at) in enumerate(zip(sizes, tags, waits)):
             events[m.dst].append(_Record(at, waited_at, 1 + k, receive_record(m.dst, m.src, size, tag, channel, WAIT),
                                          "MPI_Wait", NEEDED))
-    tags = itertools.count()
+    collective_tags = itertools.count()
     for op in matching.collectives:
         for rank, call in zip(op.members, op.calls):
             records.pop((rank, call.seq), None)
-        _collective_events(op, ranks, chunks, kind, channel + 1, tags, events)
+        _collective_events(op, ranks, chunks, kind, channel + 1, collective_tags, events)
     for (rank, seq), text in records.items():
         if text:
             call = calls_by_rank[rank][seq]

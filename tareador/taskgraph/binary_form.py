@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +43,8 @@ class Graph:
     objects: list[DataObject]
 
 
-def write(directory: Path, fragments: list[Fragment], deps: list[Dependency], objects: list[DataObject]) -> bool:
+def write(directory: Path, fragments: Sequence[Fragment], deps: Sequence[Dependency],
+          objects: Sequence[DataObject]) -> bool:
     """``tables/`` of rows that its layout can hold (fragment ids and object ids their row numbers,
     every dependency's object one of ``objects``), sealed; False, writing nothing, for others."""
     n, ids = len(fragments), np.fromiter((t.id for t in fragments), np.int64, len(fragments))
@@ -94,7 +96,7 @@ def _first_seen(text: Text) -> tuple[np.ndarray, list[str]]:
     return renumber[text.codes], [text.values[c] for c in order.tolist()]
 
 
-def _write_tables(directory: Path, tasks: np.ndarray, deps: np.ndarray, objects: list[DataObject],
+def _write_tables(directory: Path, tasks: np.ndarray, deps: np.ndarray, objects: Sequence[DataObject],
                   task_names: list[str]) -> None:
     out = Path(directory) / columns.DIRECTORY
     out.mkdir(exist_ok=True)
@@ -167,12 +169,13 @@ def _graph(d: Path, objects: bool) -> Graph:
     if tasks.dtype != columns.TASKS or deps.dtype != columns.DEPS:
         raise ValueError("its tables are not of the layout this tareador reads")
     parent = tasks["parent"].astype(np.int64)
-    task_columns = {"id": np.arange(len(tasks), dtype=np.int64),
+    task_columns: dict[str, np.ndarray | Text] = {"id": np.arange(len(tasks), dtype=np.int64),
                     "name": Text(tasks["name"].astype(np.int64), names["tasks"]),
                     "parent": np.where(parent == columns.NO_PARENT, -1, parent)}
     for field in ("instance", "start", "end", "instructions"):
         task_columns[field] = tasks[field].astype(np.int64)
-    dep_columns = {field: deps[field].astype(np.int64) for field in ("src", "dst", "bytes")}
+    dep_columns: dict[str, np.ndarray | Text] = {field: deps[field].astype(np.int64)
+                                                 for field in ("src", "dst", "bytes")}
     dep_columns["kind"] = Text(deps["kind"].astype(np.int64), list(DEPENDENCY_KINDS))
     rows = columns.object_rows(d, names) if objects else []
     if objects:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, TypeVar
 
 import numpy as np
 
@@ -49,7 +49,7 @@ CHUNK_ROWS = 1 << 16
 class TableWriter:
     """An .npy file written a chunk of rows at a time, its row count filled in at the end."""
 
-    def __init__(self, f: BinaryIO, dtype: np.dtype):
+    def __init__(self, f: IO[bytes], dtype: np.dtype):
         self.f, self.dtype, self.rows = f, dtype, 0
         f.write(self._header())
 
@@ -93,11 +93,14 @@ def read_table(directory: Path, name: str) -> np.ndarray:
     return array
 
 
-class Rows(Sequence):
+Row = TypeVar("Row")
+
+
+class Rows(Sequence[Row]):
     """A table's rows as objects made on demand: ``make(index, row values)``. Iterating goes a
     chunk of rows at a time; indexing with a slice gives a list."""
 
-    def __init__(self, table: np.ndarray, make: Callable[[int, tuple], object]):
+    def __init__(self, table: np.ndarray, make: Callable[[int, tuple], Row]):
         self.table, self.make = table, make
 
     def __len__(self) -> int:
@@ -113,7 +116,7 @@ class Rows(Sequence):
             raise IndexError(index)
         return self.make(index, self.table[index].tolist())
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Iterator[Row]:
         for a in range(0, len(self), CHUNK_ROWS):
             for k, row in enumerate(self.table[a:a + CHUNK_ROWS].tolist()):
                 yield self.make(a + k, row)
@@ -122,7 +125,7 @@ class Rows(Sequence):
         return (isinstance(other, Sequence) and len(self) == len(other)
                 and all(a == b for a, b in zip(self, other, strict=True)))
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as a list is (typeshed: object.__hash__ a method)
 
     def __repr__(self) -> str:
         return f"Rows({len(self)} rows)"

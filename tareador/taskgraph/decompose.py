@@ -99,7 +99,7 @@ def _merged_deps(r: Recording, merged: np.ndarray) -> list[Dependency]:
     first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1]) | (label[1:] != label[:-1])
     starts = np.flatnonzero(first)
     total = np.add.reduceat(size, starts) if len(starts) else size
-    return [Dependency(s, d, *r.labels[lab], b) for s, d, lab, b in
+    return [Dependency(s, d, *r.labels[int(lab)], b) for s, d, lab, b in
             zip(src[starts].tolist(), dst[starts].tolist(), label[starts].tolist(), total.tolist())]
 
 

@@ -122,7 +122,8 @@ def match(calls_by_rank: Sequence[Sequence[MpiCall]], comms_by_rank: Sequence[Se
                 unmatched_receives.append(c)
             elif side == COLLECTIVE:
                 collective_calls[comm_of[rank, c.comm]][rank].append(c)
-    pairs, unmatched_sends = [], []
+    pairs: list[tuple[MpiCall, MpiCall]] = []
+    unmatched_sends: list[MpiCall] = []
     for sends, receives in ends.values():
         pairs += zip(sends, receives)
         unmatched_sends += sends[len(receives):]
@@ -160,12 +161,14 @@ def _collectives(calls: dict[int, dict[int, list[MpiCall]]], communicators: list
         for k in range(max(len(c) for c in per_member)):
             at = [c[k] if k < len(c) else None for c in per_member]
             kinds = {(c.operation, c.peer if c.operation in ROOTED else -1) if c else None for c in at}
-            broken = broken or len(kinds) > 1 or next(iter(kinds))[1] not in members + (-1,)
+            kind = next(iter(kinds)) if len(kinds) == 1 else None  # None: the members' calls differ
+            broken = broken or kind is None or kind[1] not in members + (-1,)
             if broken:
                 problems.append({"comm": comm, "index": k, "members": list(members),
                                  "calls": [c.call if c else None for c in at],
                                  "seqs": [c.seq if c else None for c in at]})
                 continue
-            operation, root = kinds.pop()
-            complete.append(Collective(comm, k, operation, root, members, tuple(at)))
+            assert kind is not None  # one kind, so every member made a call
+            operation, root = kind
+            complete.append(Collective(comm, k, operation, root, members, tuple(c for c in at if c is not None)))
     return complete, problems

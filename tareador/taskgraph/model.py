@@ -17,6 +17,7 @@ Scheduling semantics every later stage relies on (one model for main and for nes
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -158,8 +159,8 @@ class Communicator:
 class TaskTrace:
     """A loaded trace directory: what ``tareador.load(dir)`` returns (``fragments``: tasks.csv's rows)."""
 
-    fragments: list[Fragment]
-    deps: list[Dependency]
+    fragments: Sequence[Fragment]  # a list, or the mapped tables' Rows (taskgraph/columns.py)
+    deps: Sequence[Dependency]
     objects: list[DataObject]
     summary: dict = field(default_factory=dict)
     path: str | None = None
@@ -189,9 +190,9 @@ class TaskTrace:
                 if not g.has_edge(d.src, d.dst):
                     g.add_edge(d.src, d.dst, deps=[], order=False)
                 g.edges[d.src, d.dst]["deps"].append(d)
-        for s, d in schedule_edges(self.dag):
-            if not g.has_edge(s, d):
-                g.add_edge(s, d, deps=[], order=True)
+        for src, dst in schedule_edges(self.dag):
+            if not g.has_edge(src, dst):
+                g.add_edge(src, dst, deps=[], order=True)
         return g
 
     @property

@@ -153,7 +153,8 @@ def read_rank(d: Path, rank: int, size: int) -> RankTables:
     _check_comms(d / "comms.csv", comms, rank, size)
     calls = read_table(d / "mpi.csv", MpiCall, remedy)
     _check_calls(d / "mpi.csv", calls, rank, size, trace, {c.comm for c in comms})
-    trace.tinf  # computed where the rank is read: ranks are read in parallel (tareador.workers)
+    # A cached property, computed where the rank is read: ranks are read in parallel (tareador.workers).
+    trace.tinf  # noqa: B018
     return RankTables(trace, calls, comms)
 
 

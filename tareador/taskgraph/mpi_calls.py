@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Protocol, TypeVar
 
 # What a function is to the run's messages (a row's kind). A send-receive is a send and a receive;
 # a start (MPI_Start, MPI_Startall) is, per persistent request it starts, an immediate send or receive.
@@ -150,6 +151,14 @@ def one_sided(call: str) -> bool:
     return ONE_SIDED.fullmatch(call.removesuffix("_c")) is not None
 
 
-def first_one_sided(calls: Iterable) -> object | None:
-    """The first call (an MpiCall) of a one-sided transfer, by rank and order; None if none."""
+class _Call(Protocol):
+    @property
+    def call(self) -> str: ...
+
+
+Call = TypeVar("Call", bound=_Call)  # an MpiCall (model.py, which imports this module)
+
+
+def first_one_sided(calls: Iterable[Call]) -> Call | None:
+    """The first call of a one-sided transfer, by rank and order; None if none."""
     return next((c for c in calls if one_sided(c.call)), None)

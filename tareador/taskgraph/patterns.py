@@ -40,8 +40,9 @@ def save_rank_patterns(directory: str | Path, rows: np.ndarray, times: np.ndarra
     """What patterns.c recorded in one rank; end: the rank's last instruction time (the end of
     watches still open)."""
     with output_file(Path(directory) / RANK_FILE, "wb") as f:
+        # numpy's stub lets **arrays bind allow_pickle: bool; FIELDS holds no such name.
         np.savez_compressed(f, times=times, rank_end=np.uint64(end),
-                            **{k: np.ascontiguousarray(rows[k]) for k in FIELDS})
+                            **{k: np.ascontiguousarray(rows[k]) for k in FIELDS})  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -178,10 +179,10 @@ def transfer_patterns(messages: Sequence, ranks: Sequence[RankPatterns | None]) 
 def save_run_patterns(path: str | Path, transfers: Sequence[TransferPattern]) -> None:
     """The elements of every transfer, for plots: message ids, then each side's fractions
     concatenated with offsets (elements of message k: values[offsets[k]:offsets[k + 1]])."""
-    arrays = {"message": np.array([t.message for t in transfers], dtype=np.int64)}
+    arrays: dict[str, np.ndarray] = {"message": np.array([t.message for t in transfers], dtype=np.int64)}
     for side in ("production", "consumption"):
         values = [getattr(t, side) for t in transfers]
         arrays[f"{side}_offsets"] = np.concatenate([[0], np.cumsum([len(v) for v in values])]).astype(np.int64)
         arrays[side] = np.concatenate(values) if values else np.zeros(0)
     with output_file(path, "wb") as f:
-        np.savez_compressed(f, **arrays)
+        np.savez_compressed(f, **arrays)  # type: ignore[arg-type]  # as above: no key is allow_pickle

@@ -29,7 +29,6 @@ The trace directory's own binary form, which the driver writes from these (tarea
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -55,10 +54,11 @@ COMPLETION_ROW = np.dtype([("call", "<u8"), ("request", "<u8")])
 PATTERN_ROW = np.dtype([("call", "<u8"), ("address", "<u8"), ("bytes", "<u8"), ("element", "<u8"), ("at", "<u8"),
                         ("first", "<u8"), ("end", "<u8"), ("receive", "<u4"), ("pad", "<u4")])
 COMM_ROW = np.dtype([("handle", "<u8"), ("alive", "<u4"), ("me", "<u4"), ("size", "<u8"), ("first", "<u8")])
-FILES = {"tasks.bin": TASK_ROW, "objects.bin": OBJECT_ROW, "edges.bin": EDGE_ROW, "accesses.bin": ACCESS_ROW,
-         "calls.bin": CALL_ROW, "mpi-calls.bin": MPI_CALL_ROW, "mpi-completions.bin": COMPLETION_ROW,
-         "mpi-comms.bin": COMM_ROW, "mpi-ranks.bin": np.dtype("<i4"), "pattern-rows.bin": PATTERN_ROW,
-         "pattern-times.bin": np.dtype("<u8")}
+FILES: dict[str, np.dtype] = {
+    "tasks.bin": TASK_ROW, "objects.bin": OBJECT_ROW, "edges.bin": EDGE_ROW, "accesses.bin": ACCESS_ROW,
+    "calls.bin": CALL_ROW, "mpi-calls.bin": MPI_CALL_ROW, "mpi-completions.bin": COMPLETION_ROW,
+    "mpi-comms.bin": COMM_ROW, "mpi-ranks.bin": np.dtype("<i4"), "pattern-rows.bin": PATTERN_ROW,
+    "pattern-times.bin": np.dtype("<u8")}
 OBJECT_KINDS = ("heap", "global", "stack")
 NO_PARENT = 0xFFFFFFFF
 NOT_COMPLETED = 0xFFFFFFFFFFFFFFFF
@@ -93,7 +93,9 @@ def chunks(directory: Path, name: str, key: str | None = None, size: int = CHUNK
     path, n = _path(directory, name)
     dtype = FILES[name]
     carried = np.zeros(0, dtype)
-    with path.open("rb") if n else contextlib.nullcontext() as f:
+    if not n:
+        return
+    with path.open("rb") as f:
         for a in range(0, n, size):
             chunk = np.concatenate([carried, np.fromfile(f, dtype, min(size, n - a))])
             if key is None or a + size >= n:
@@ -199,7 +201,7 @@ def object_names(meta: dict, objects: np.ndarray) -> list[DataObject]:
     """The listed objects, with unique, readable names: globals by symbol, heap blocks by
     allocation site plus the instance number from that site, stack frames by function."""
     seen: Counter[str] = Counter()
-    result = []
+    result: list[DataObject] = []
     shown = objects["latent"] == 0
     for raw, o in zip(np.flatnonzero(shown).tolist(), objects[shown].tolist(), strict=True):
         address, size, site_address, kind_code = o[:4]

@@ -191,7 +191,8 @@ def run_agent(argv: list[str], tables: Path, *, progress=None, buffer_records: i
             raise TracingError(f"'{argv[0]}' could not be started") from None
         except (frida.NotSupportedError, frida.ProcessNotFoundError):
             raise TracingError(f"'{argv[0]}' ended before it could be traced: if the loader says above that it "
-                               "cannot find libtareador.so, relink the program with $(tareador config --libs)") from None
+                               "cannot find libtareador.so, relink the program with $(tareador config --libs)"
+                               ) from None
         try:
             session.on("detached", on_detached)
             script = session.create_script(sources.script)

@@ -149,7 +149,8 @@ def resolve(path: str, names: list[str]) -> list[TaskFunction]:
     described, inlined = inlined_functions(path)
     program = path.rsplit("/", 1)[-1]
     libraries = None
-    result, entries = [], {}
+    result: list[TaskFunction] = []
+    entries: dict[tuple[str, int], str] = {}
     for name in dict.fromkeys(names):
         _refuse_reserved(name)
         offsets = _entries(symbols, name)

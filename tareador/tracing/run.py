@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -276,7 +276,7 @@ def _agent_tables(out_dir: Path) -> Iterator[Path]:
 
 
 def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: bool = False,
-          task_functions: list[str] = (), explore: bool = False) -> TaskTrace:
+          task_functions: Sequence[str] = (), explore: bool = False) -> TaskTrace:
     """Trace ``argv`` and write ``out_dir`` (with mpi, one rank of a launch: ``out_dir/rank-N``);
     every call of a function named in task_functions is a task instance, as if
     tareador_start_task/end_task surrounded it. Raises AnnotationError after writing if the
@@ -294,7 +294,7 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
     status = StatusRow.on_stderr() if progress else None
     with _agent_tables(Path(out_dir)) as raw:
         try:
-            own = {f.own_library for f in functions} - {None}
+            own = {lib for f in functions if (lib := f.own_library) is not None}
             result = run_agent(argv, raw, progress=status, patterns=mpi, task_functions=tuple(functions),
                                explore=explore, own_libraries=tuple(sorted(own)),
                                abort_waits=mpi and mpi_launch.supervised())
@@ -302,6 +302,7 @@ def trace(argv: list[str], out_dir: str | Path, *, progress: bool = True, mpi: b
             if status:
                 status.close()
         trace, problem = _write(argv, path, Path(out_dir), raw, result.meta, functions, mpi, explore)
+    assert trace.path is not None  # _write saved it
     trace.summary["tracing_seconds"] = round(time.monotonic() - started, 3)
     write_text(Path(trace.path) / "summary.json", json.dumps(trace.summary, indent=2, sort_keys=True) + "\n")
     if problem:

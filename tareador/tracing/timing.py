@@ -25,6 +25,7 @@ import struct
 import subprocess
 import tempfile
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -164,7 +165,7 @@ def fragments(record: TimingRecord) -> Fragments:
     return out
 
 
-def matched(found: Fragments, tasks: list, run: int) -> np.ndarray:
+def matched(found: Fragments, tasks: Sequence, run: int) -> np.ndarray:
     """The run's nanoseconds in the order of ``tasks`` (tasks.csv's fragments); TimingError naming
     the first fragment where the run and the trace differ."""
     index = {t.id: k for k, t in enumerate(tasks)}
