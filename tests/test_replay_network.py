@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+from tareador.cli import replay as replay_cli
+from tareador.cli.main import main
 from tareador.errors import MachineError
 from tareador.formats.dimemas import read_dim, write_dim
 from tareador.simulation.dimemas_engine import replay
@@ -228,3 +230,17 @@ def test_real_ring_sweep_and_half_duplex(ring, tmp_path):
                  "0.001,0.01", "--json", "-o", tmp_path)
     one, other = json.loads(r.stdout)
     assert one["time"] == other["time"] and "no message of" in r.stderr and "crosses nodes" in r.stderr
+
+
+def test_replay_json_is_what_json_dumps_writes(tmp_path, capsys, monkeypatch):
+    """--json writes its thread ends a run at a time (a run of one here, so every separator is
+    one between runs): the bytes must be json.dumps' of the whole result. Two ranks of 2 and 1
+    threads on one 4-CPU node, each thread one burst, end at their bursts' lengths."""
+    monkeypatch.setattr(replay_cli, "JSON_RUN", 1)
+    trace = write_dim(tmp_path / "t.dim", "t", [2, 1], ["1:0:0:1.5\n", "1:0:1:0.25\n", "1:1:0:3e-7\n"])
+    (tmp_path / "m.toml").write_text("[cpu]\ncores_per_node = 4\n")
+    assert main(["replay", str(trace), "--machine", str(tmp_path / "m.toml"), "--ranks-per-node", "2",
+                 "--json"]) == 0
+    expected = {"makespan": 1.5, "tasks": [{"task": 0, "end": 1.5, "threads": [1.5, 0.25]},
+                                           {"task": 1, "end": 3e-7, "threads": [3e-7]}]}
+    assert capsys.readouterr().out == json.dumps(expected) + "\n"

@@ -20,6 +20,8 @@ from tareador.render.plots import plot_network_sweep
 from tareador.render.summary import plural
 from tareador.simulation.dimemas_engine import replay
 
+JSON_RUN = 1 << 16  # thread ends formatted at a time
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -59,9 +61,7 @@ def run(args) -> int:
         return _sweep(args, trace, machine, bandwidths, latencies)
     result, written = _replay(args, trace, machine, progress_bar(len(trace.thread_start) - 1, "replaying"), max_bytes)
     if args.json:
-        print(json.dumps({"makespan": result.makespan,
-                          "tasks": [{"task": t, "end": float(ends.max()), "threads": ends.tolist()}
-                                    for t, ends in enumerate(result.thread_end_by_task)]}))
+        _print_json(result)
     else:
         _print_replay(result, written)
     return 0
@@ -100,6 +100,20 @@ def _replay(args, trace, machine, progress, max_bytes: int):
         report_split(chrome, max_bytes)
         written += chrome.paths
     return result, written
+
+
+def _print_json(result) -> None:
+    """What ``json.dumps`` writes of {"makespan", "tasks": [{"task", "end", "threads"}]}, written
+    a bounded run of thread ends at a time: a list of millions of Python floats and its whole
+    text would raise the replay's peak memory."""
+    out = sys.stdout
+    out.write(f'{{"makespan": {json.dumps(result.makespan)}, "tasks": [')
+    for t, ends in enumerate(result.thread_end_by_task):
+        out.write(f'{", " if t else ""}{{"task": {t}, "end": {json.dumps(float(ends.max()))}, "threads": [')
+        for at in range(0, len(ends), JSON_RUN):
+            out.write((", " if at else "") + json.dumps(ends[at:at + JSON_RUN].tolist())[1:-1])
+        out.write("]}")
+    out.write("]}\n")
 
 
 def _print_replay(result, written) -> None:

@@ -22,7 +22,15 @@ from tareador.files import output_file, write_text
 from tareador.formats.paraver import ParaverRun, pcf_text, task_event_labels, task_type_values
 from tareador.formats.text_rows import Rows, integer
 from tareador.native import build, compiler
-from tareador.text_columns import Fields, byte_words, digit_values, line_chunks, recycle_freed_memory, split_fields
+from tareador.text_columns import (
+    WHOLE_TRACE_REUSE,
+    Fields,
+    byte_words,
+    digit_values,
+    line_chunks,
+    recycle_freed_memory,
+    split_fields,
+)
 
 BURST, SEND, RECV, GLOBAL_OP, EVENT, NOOP = 1, 2, 3, 10, 20, 0
 SYNC_RENDEZVOUS, SYNC_IMMEDIATE = 1, 2
@@ -181,7 +189,7 @@ COLUMNS = {"op": np.int8, "gthread": np.int32, "a": np.int32, "b": np.int64, "si
 
 def read_dim(path: str | Path) -> DimTrace:
     path = Path(path)
-    recycle_freed_memory()
+    recycle_freed_memory(WHOLE_TRACE_REUSE)  # the replay's plan reuses it
     try:
         data = path.read_bytes()
     except OSError as e:

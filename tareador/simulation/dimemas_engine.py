@@ -77,6 +77,7 @@ from tareador.simulation.machine import MB, Machine
 from tareador.simulation.modules import burst_ns
 from tareador.simulation.policies import DIMEMAS
 from tareador.taskgraph.dag import sorted_unique
+from tareador.text_columns import release_freed_memory
 
 A_BURST, A_SEND, A_RECV, A_IRECV, A_WAIT, A_EVENT, A_GLOBAL = range(7)  # enum action in engine_loop.c
 POLICIES = {name: DIMEMAS.code(name) for name in DIMEMAS.names}  # enum policy in engine_loop.c
@@ -434,8 +435,11 @@ def replay(trace: DimTrace, machine: Machine, record: bool = False, progress=Non
         raise DimError(f"{trace.path}:{line}: deadlock: {len(stuck)} threads never finish, first task {task} "
                        f"thread {thread}, blocked at this record")
     ends = thread_end / NS  # the Paraver trace takes the loop's ns: back from seconds, a tie could move
-    return ReplayResult(makespan=float(ends.max(initial=0.0)), thread_end=ends, threads=list(trace.threads),
-                        paraver=_paraver(trace, machine, p, arrays, states, thread_end) if record else None)
+    result = ReplayResult(makespan=float(ends.max(initial=0.0)), thread_end=ends, threads=list(trace.threads),
+                          paraver=_paraver(trace, machine, p, arrays, states, thread_end) if record else None)
+    del p, arrays, states
+    release_freed_memory()  # what read_dim and the plan kept for reuse, before the caller's output
+    return result
 
 
 # struct plan in engine_loop.c, in its order: int64 scalars, the quantum and the context switch,
