@@ -231,8 +231,10 @@ def _split(events: ChromeEvents, size: np.ndarray, budget: int) -> tuple[list[np
 
 
 def _previous(keys: np.ndarray) -> np.ndarray:
-    """For each position, the previous position holding the same key (-1 if none)."""
-    order = np.argsort(keys, kind="stable")
+    """For each position, the previous position holding the same key (-1 if none). Keys are
+    threads and processes, few: as 16-bit numbers numpy sorts them by radix, in linear time."""
+    small = len(keys) and 0 <= int(keys.min()) and int(keys.max()) < 1 << 16
+    order = np.argsort(keys.astype(np.uint16) if small else keys, kind="stable")
     previous = np.full(len(keys), -1, np.int64)
     same = keys[order[1:]] == keys[order[:-1]]
     previous[order[1:][same]] = order[:-1][same]
