@@ -8,6 +8,7 @@ old binary.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import shutil
@@ -57,6 +58,20 @@ def build(name: str, sources: list[Path], commands) -> Path:
                 raise ToolchainError(f"building {name} failed: {' '.join(map(str, cmd))}\n{result.stderr.strip()}")
         os.replace(built, target)
     return target
+
+
+def shared_library(name: str, sources: list[Path], signatures: dict[str, tuple], flags: tuple[str, ...] = (),
+                   headers: tuple[Path, ...] = ()) -> ctypes.CDLL:
+    """C sources compiled into one shared library (once per content and flags: ``build``) and
+    loaded, each function of ``signatures`` (name -> (restype, argtypes)) typed, so that a call
+    with a wrong argument fails in ctypes instead of in C."""
+    path = build(name, [*sources, *headers], lambda out, tmp: [
+        [compiler(), "-O2", "-fPIC", "-shared", *flags, "-Wall", *map(str, sources), "-o", str(out)]])
+    lib = ctypes.CDLL(str(path))
+    for function, (restype, argtypes) in signatures.items():
+        getattr(lib, function).restype = restype
+        getattr(lib, function).argtypes = argtypes
+    return lib
 
 
 def install(built: Path, directory: Path) -> Path:

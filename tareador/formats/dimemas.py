@@ -21,7 +21,7 @@ from tareador.errors import DimError
 from tareador.files import output_file, write_text
 from tareador.formats.paraver import ParaverRun, pcf_text, task_event_labels, task_type_values
 from tareador.formats.text_rows import Rows, integer
-from tareador.native import build, compiler
+from tareador.native import shared_library
 from tareador.text_columns import (
     WHOLE_TRACE_REUSE,
     Fields,
@@ -262,15 +262,10 @@ class _UsualRecords:
 
 @cache
 def _records_library() -> ctypes.CDLL:
-    source = Path(__file__).with_name("dim_records.c")
-    path = build("libtareador_dim_records.so", [source], lambda out, tmp: [
-        [compiler(), "-O2", "-fPIC", "-shared", "-Wall", str(source), "-o", str(out)]])
-    lib = ctypes.CDLL(str(path))
-    lib.parse_records.restype = ctypes.c_int64
-    lib.parse_records.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p]
-    lib.count_lines.restype = ctypes.c_int64
-    lib.count_lines.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64]
-    return lib
+    return shared_library("libtareador_dim_records.so", [Path(__file__).with_name("dim_records.c")], {
+        "parse_records": (ctypes.c_int64, [ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                                           ctypes.c_void_p]),
+        "count_lines": (ctypes.c_int64, [ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64])})
 
 
 def _read_definition(line: bytes, ntasks: int, communicators: dict, where: str) -> None:

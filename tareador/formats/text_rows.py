@@ -20,7 +20,7 @@ from typing import IO
 
 import numpy as np
 
-from tareador.native import build, compiler
+from tareador.native import shared_library
 
 LITERAL, INTEGER, FIXED, REAL, TEXT = range(5)  # enum kind in text_rows.c
 CHUNK_ROWS = 1 << 16  # records per call: a few MB of buffer, reused
@@ -157,11 +157,6 @@ class Rows:
 
 @cache
 def _library() -> ctypes.CDLL:
-    source = Path(__file__).with_name("text_rows.c")
-    path = build("libtareador_rows.so", [source], lambda out, tmp: [
-        [compiler(), "-O2", "-fPIC", "-shared", "-Wall", str(source), "-o", str(out)]])
-    lib = ctypes.CDLL(str(path))
-    lib.format_rows.restype = ctypes.c_int64
-    lib.format_rows.argtypes = [ctypes.POINTER(_LayoutStruct), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
-                                ctypes.c_void_p, ctypes.c_void_p]
-    return lib
+    return shared_library("libtareador_rows.so", [Path(__file__).with_name("text_rows.c")], {
+        "format_rows": (ctypes.c_int64, [ctypes.POINTER(_LayoutStruct), ctypes.c_void_p, ctypes.c_void_p,
+                                         ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p])})

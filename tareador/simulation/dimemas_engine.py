@@ -71,7 +71,7 @@ from tareador.formats.paraver import (
     task_event_labels,
     thread_labels,
 )
-from tareador.native import build, compiler
+from tareador.native import shared_library
 from tareador.simulation.global_ops import plan_global_ops
 from tareador.simulation.machine import MB, Machine
 from tareador.simulation.modules import burst_ns
@@ -535,22 +535,13 @@ def _library() -> ctypes.CDLL:
     contracting operations into fused ones keeps every time the plain double sum the model
     defines, on any target."""
     here = Path(__file__).parent
-    sources = [here / "engine_loop.c", here / "engine_network.c"]
-    headers = [here / "engine_network.h", here / "engine_alloc.h"]
-    path = build("libtareador_replay.so", sources + headers, lambda out, tmp: [
-        [compiler(), "-O2", "-fPIC", "-shared", "-ffp-contract=off", "-Wall", *map(str, sources), "-o", str(out)]])
-    lib = ctypes.CDLL(str(path))
-    lib.loop_new.restype = ctypes.c_void_p
-    lib.loop_new.argtypes = [ctypes.POINTER(_PlanStruct)]
-    lib.loop_run.restype = ctypes.c_int
-    lib.loop_run.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
-    lib.loop_finished.restype = ctypes.c_int64
-    lib.loop_finished.argtypes = [ctypes.c_void_p]
-    lib.loop_states.restype = ctypes.c_int64
-    lib.loop_states.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_double))]
-    lib.loop_free.restype = None
-    lib.loop_free.argtypes = [ctypes.c_void_p]
-    return lib
+    return shared_library("libtareador_replay.so", [here / "engine_loop.c", here / "engine_network.c"], {
+        "loop_new": (ctypes.c_void_p, [ctypes.POINTER(_PlanStruct)]),
+        "loop_run": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]),
+        "loop_finished": (ctypes.c_int64, [ctypes.c_void_p]),
+        "loop_states": (ctypes.c_int64, [ctypes.c_void_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_double))]),
+        "loop_free": (None, [ctypes.c_void_p])}, flags=("-ffp-contract=off",),
+        headers=(here / "engine_network.h", here / "engine_alloc.h"))
 
 
 def _paraver(trace: DimTrace, machine: Machine, p: _Plan, rec: dict, st: np.ndarray, ends: np.ndarray) -> ParaverRun:

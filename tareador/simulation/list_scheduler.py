@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tareador.native import build, compiler
+from tareador.native import shared_library
 from tareador.simulation.machine import CREATION_MODELS
 from tareador.simulation.policies import LIST_SCHEDULER
 from tareador.taskgraph.dag import Dag, DependencyCycle, bottom_levels, durations
@@ -147,10 +147,5 @@ class _ScheduleStruct(ctypes.Structure):
 
 @cache
 def _library() -> ctypes.CDLL:
-    source = Path(__file__).with_name("list_scheduler.c")
-    path = build("libtareador_list_scheduler.so", [source], lambda out, tmp: [
-        [compiler(), "-O2", "-fPIC", "-shared", "-Wall", str(source), "-o", str(out)]])
-    lib = ctypes.CDLL(str(path))
-    lib.list_schedule.restype = ctypes.c_int64
-    lib.list_schedule.argtypes = [ctypes.POINTER(_ScheduleStruct)]
-    return lib
+    return shared_library("libtareador_list_scheduler.so", [Path(__file__).with_name("list_scheduler.c")],
+                          {"list_schedule": (ctypes.c_int64, [ctypes.POINTER(_ScheduleStruct)])})

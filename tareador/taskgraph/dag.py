@@ -21,8 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tareador.native import build as build_library
-from tareador.native import compiler
+from tareador.native import shared_library
 from tareador.taskgraph.tables import Tables, check, is_row_numbers
 
 
@@ -381,14 +380,9 @@ def native_bottom_levels(dag: Dag, duration: np.ndarray) -> np.ndarray:
 
 @cache
 def _levels_library() -> ctypes.CDLL:
-    source = Path(__file__).with_name("levels.c")
-    path = build_library("libtareador_levels.so", [source], lambda out, tmp: [
-        [compiler(), "-O2", "-fPIC", "-shared", "-Wall", str(source), "-o", str(out)]])
-    lib = ctypes.CDLL(str(path))
-    lib.bottom_levels.restype = None
-    lib.bottom_levels.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
-                                  ctypes.c_void_p]
-    return lib
+    return shared_library("libtareador_levels.so", [Path(__file__).with_name("levels.c")], {
+        "bottom_levels": (None, [ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                                 ctypes.c_void_p])})
 
 
 def contract(dag: Dag, removed: np.ndarray) -> tuple[list[tuple[int, int]], list[int]]:
