@@ -35,6 +35,7 @@ from tareador.simulation.list_scheduler import policy_for
 from tareador.simulation.machine import Machine, in_nanoseconds
 from tareador.simulation.machine_files import load_machine
 from tareador.taskgraph.dag import Dag
+from tareador.taskgraph.durations import KINDS as DURATION_KINDS
 from tareador.taskgraph.durations import measured_dag
 from tareador.taskgraph.model import TaskTrace
 from tareador.taskgraph.mpi import MpiRun, load_run
@@ -88,6 +89,8 @@ def replay(dim: str | Path, machine: MachineLike = None) -> ReplayResult:
 
 
 def _machine(machine: MachineLike, durations: str = "instructions") -> Machine:
+    if durations not in DURATION_KINDS:
+        raise UserError(f"durations must be one of {', '.join(DURATION_KINDS)}, not {durations!r}")
     m = machine if isinstance(machine, Machine) else Machine() if machine is None else load_machine(machine)
     return in_nanoseconds(m) if durations == "measured" else m
 

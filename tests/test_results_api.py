@@ -11,6 +11,7 @@ import pytest
 
 import tareador as api
 from tareador.analyses.table import Table
+from tareador.errors import TareadorError, UserError
 from tareador.tracing.run import trace
 from tests.helpers import write_c
 
@@ -101,3 +102,15 @@ def test_csv_round_trips_through_pandas(tmp_path):
     assert frame["cores"].tolist() == [2.0, math.inf] and frame["x"].iloc[0] == 1 / 3
     assert math.isnan(frame["x"].iloc[1]) and frame["n"].tolist() == [7, 0]
     assert (tmp_path / "t.csv").read_text().splitlines() == ["cores,x,n", f"2,{1 / 3!r},7", "inf,,0"]
+
+
+def test_bad_arguments_are_one_clear_error(traced):
+    """A core count the scheduler cannot run used to loop forever; a misspelt durations kind
+    simulated the measured ones."""
+    for cores in (0, -1, 2.5):
+        with pytest.raises(ValueError, match=f"cores must be a whole number >= 1, or None for unbounded, not {cores}"):
+            api.simulate(traced, cores=[cores])
+    with pytest.raises(UserError, match="durations must be one of instructions, measured, not 'measure'"):
+        api.simulate(traced, durations="measure")
+    with pytest.raises(TareadorError, match="no machine file nosuch and no bundled machine of that name"):
+        api.whatif(traced, machine="nosuch")

@@ -82,6 +82,8 @@ def simulate(dag: Dag, cores: int | None, policy: str = "cp", overhead: int = 0,
         raise ValueError(f"policy must be one of {POLICIES}, not {policy!r}")
     if creation not in CREATION_MODELS:
         raise ValueError(f"creation must be one of {CREATION_MODELS}, not {creation!r}")
+    if cores is not None and not (isinstance(cores, int) and cores >= 1):
+        raise ValueError(f"cores must be a whole number >= 1, or None for unbounded, not {cores!r}")
     n = dag.n
     duration = durations(dag, overhead, creation_cost)
     offsets, succ = _adjacency(dag)
